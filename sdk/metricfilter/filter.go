@@ -1,0 +1,133 @@
+// Package metricfilter decides which metric families are enabled, NIXL style:
+// comma-separated glob patterns over family base names, an optional denylist,
+// and "everything" when no allowlist is set.
+//
+// The host and the SDK share this package so that a family the host would
+// drop is never collected by a plugin in the first place (allowlist pushdown).
+package metricfilter
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Filter is immutable after New and safe for concurrent use.
+type Filter struct {
+	allow []string // empty: everything allowed
+	deny  []string
+}
+
+// New builds a Filter from allow and deny patterns. Patterns use path.Match
+// syntax (*, ?, [...]); surrounding blanks and empty tokens are ignored.
+func New(allow, deny []string) (*Filter, error) {
+	f := &Filter{}
+	var err error
+	if f.allow, err = clean(allow); err != nil {
+		return nil, fmt.Errorf("enabled metrics: %w", err)
+	}
+	if f.deny, err = clean(deny); err != nil {
+		return nil, fmt.Errorf("disabled metrics: %w", err)
+	}
+	return f, nil
+}
+
+// Split turns a comma-separated list (as in PLEXPORTER_ENABLED_METRICS) into tokens.
+func Split(list string) []string {
+	var out []string
+	for _, tok := range strings.Split(list, ",") {
+		if tok = strings.TrimSpace(tok); tok != "" {
+			out = append(out, tok)
+		}
+	}
+	return out
+}
+
+func clean(patterns []string) ([]string, error) {
+	var out []string
+	for _, p := range patterns {
+		for _, tok := range Split(p) {
+			if _, err := path.Match(tok, ""); err != nil {
+				return nil, fmt.Errorf("bad pattern %q: %w", tok, err)
+			}
+			out = append(out, tok)
+		}
+	}
+	return out, nil
+}
+
+// Allow reports whether the family is enabled. name is the family name as
+// exposed (counters end in _total); it matches a pattern if either the name or
+// its base name (without _total) does, so "rdma_port_rcv_data" and
+// "rdma_port_rcv_data_total" both select the counter. A histogram or summary
+// is selected by its family name and so brings all of its _bucket, _sum,
+// _count series.
+func (f *Filter) Allow(name string) bool {
+	if f == nil {
+		return true
+	}
+	if len(f.allow) > 0 && !matchAny(f.allow, name) {
+		return false
+	}
+	return !matchAny(f.deny, name)
+}
+
+// AllowAll reports whether the filter lets every family through.
+func (f *Filter) AllowAll() bool { return f == nil || (len(f.allow) == 0 && len(f.deny) == 0) }
+
+// Allowed returns the allowlist patterns (nil when everything is allowed).
+func (f *Filter) Allowed() []string {
+	if f == nil {
+		return nil
+	}
+	return f.allow
+}
+
+// Denied returns the denylist patterns.
+func (f *Filter) Denied() []string {
+	if f == nil {
+		return nil
+	}
+	return f.deny
+}
+
+// Unmatched returns the allow and deny patterns that select none of the
+// given family names, so callers can warn about typos once.
+func (f *Filter) Unmatched(families []string) []string {
+	if f == nil {
+		return nil
+	}
+	var out []string
+	for _, list := range [][]string{f.allow, f.deny} {
+	patterns:
+		for _, p := range list {
+			for _, name := range families {
+				if matchOne(p, name) {
+					continue patterns
+				}
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if matchOne(p, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchOne(pattern, name string) bool {
+	if ok, _ := path.Match(pattern, name); ok {
+		return true
+	}
+	if base, found := strings.CutSuffix(name, "_total"); found {
+		ok, _ := path.Match(pattern, base)
+		return ok
+	}
+	return false
+}

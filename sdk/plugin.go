@@ -1,0 +1,93 @@
+// Package sdk is what a plexporter plugin imports: Serve for its main, the
+// Writer that packs samples into batches, and an adapter for existing
+// prometheus.Collector code.
+//
+// A plugin is a small program:
+//
+//	func main() { sdk.Serve(&myPlugin{}) }
+//
+// where myPlugin implements Plugin. The SDK owns the handshake with the host,
+// logging, panic recovery, deadlines, allowlist pushdown and the lifeline
+// (the plugin exits when the host goes away).
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/plexporter/plexporter/sdk/metricfilter"
+)
+
+// Plugin is implemented by every collector plugin.
+type Plugin interface {
+	// Info returns the plugin's identity and metric catalogue. It is called
+	// before Configure and must not depend on it.
+	Info() Info
+	// Configure receives the plugin's settings, once per plugin start, before
+	// any Collect. An error keeps the plugin out of scrapes and is shown to the
+	// operator, so say what is wrong and where (key, path, device).
+	Configure(ctx context.Context, cfg Config) error
+	// Collect writes one scrape's samples. ctx carries the host's deadline.
+	// A returned error is reported as a partial failure: samples written
+	// before it are kept. Use w.Error for failures that should not stop the
+	// rest of the collect.
+	Collect(ctx context.Context, w *Writer) error
+}
+
+// Info describes a plugin.
+type Info struct {
+	Name    string
+	Version string
+	// Metrics is the catalogue of families the plugin may emit.
+	Metrics []*Desc
+	// Sandbox lists what the plugin needs (informational; the manifest decides).
+	Sandbox SandboxHints
+}
+
+// SandboxHints document the privileges a plugin needs.
+type SandboxHints struct {
+	Capabilities   []string
+	ReadOnlyPaths  []string
+	ReadWritePaths []string
+	Devices        []string
+}
+
+// Paths are the filesystem roots a plugin reads kernel state under
+// (node_exporter's --path.sysfs, --path.procfs and --path.rootfs).
+type Paths struct {
+	Sysfs, Procfs, Rootfs string
+}
+
+// Config is what the host sends at Configure.
+type Config struct {
+	// Raw is the plugin's section of the host configuration file.
+	Raw *structpb.Struct
+	// Paths are the host's filesystem roots, never empty.
+	Paths Paths
+	// Filter is the host's allowlist; Writer.Enabled applies it.
+	Filter *metricfilter.Filter
+	// MetricPrefix is prepended to every family name by the Writer.
+	MetricPrefix string
+}
+
+// Decode fills v (a pointer to a struct with json tags) from the plugin's
+// configuration section. Unknown keys are errors, so a typo is reported
+// instead of silently ignored. An absent section leaves v untouched.
+func (c Config) Decode(v any) error {
+	if c.Raw == nil || len(c.Raw.GetFields()) == 0 {
+		return nil
+	}
+	raw, err := c.Raw.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("plugin config: %w", err)
+	}
+	dec := json.NewDecoder(bytesReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("plugin config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package sdk_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/sdktest"
+)
+
+var (
+	bytesDesc = sdk.NewDesc("demo_bytes_total", sdk.Counter, "Bytes moved.", "dev")
+	tempDesc  = sdk.NewDesc("demo_temperature_celsius", sdk.Gauge, "Temperature.", "sensor")
+	latDesc   = sdk.NewDesc("demo_latency_seconds", sdk.Histogram, "Latency.", "op")
+	sumDesc   = sdk.NewDesc("demo_rtt_seconds", sdk.Summary, "RTT.")
+)
+
+// demo is a plugin whose behaviour each test sets through fields.
+type demo struct {
+	n        int // number of counter series
+	readTemp int // how often the temperature source was read
+	panicMsg string
+	sleep    time.Duration
+	cfg      struct {
+		Device string `json:"device"`
+	}
+	collectFn func(w *sdk.Writer) error
+}
+
+func (d *demo) Info() sdk.Info {
+	return sdk.Info{Name: "demo", Version: "1.2.3", Metrics: []*sdk.Desc{bytesDesc, tempDesc, latDesc, sumDesc}}
+}
+
+func (d *demo) Configure(_ context.Context, c sdk.Config) error { return c.Decode(&d.cfg) }
+
+func (d *demo) Collect(ctx context.Context, w *sdk.Writer) error {
+	if d.panicMsg != "" {
+		w.Counter(bytesDesc, 1, "before-panic")
+		panic(d.panicMsg)
+	}
+	if d.sleep > 0 {
+		select {
+		case <-time.After(d.sleep):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for i := range d.n {
+		w.Counter(bytesDesc, float64(i), "dev"+itoa(i))
+	}
+	if w.Enabled(tempDesc) {
+		d.readTemp++
+		w.Gauge(tempDesc, 41.5, "composite")
+	}
+	w.Histogram(latDesc, []float64{0.1, 1}, []uint64{3, 5}, 7, 4.25, "read")
+	w.Summary(sumDesc, []float64{0.5, 0.9}, []float64{0.01, 0.02}, 10, 0.15)
+	if d.collectFn != nil {
+		return d.collectFn(w)
+	}
+	return nil
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestRoundTripGolden(t *testing.T) {
+	res := sdktest.Run(t, &demo{n: 2}, sdktest.Options{})
+	if res.Info.GetName() != "demo" || res.Info.GetVersion() != "1.2.3" || res.Info.GetApiVersion() == "" {
+		t.Fatalf("info = %v", res.Info)
+	}
+	if len(res.Info.GetMetrics()) != 4 {
+		t.Fatalf("catalogue has %d families, want 4", len(res.Info.GetMetrics()))
+	}
+	if res.Status != nil || len(res.Errors) != 0 {
+		t.Fatalf("status %v errors %v", res.Status, res.Errors)
+	}
+	sdktest.Golden(t, res.Text(t), "testdata/demo.golden")
+}
+
+func TestBatchesSplitAndJoin(t *testing.T) {
+	// More samples than one batch holds: the stream carries several batches
+	// and the same family in more than one of them.
+	n := sdk.DefaultBatchSamples*2 + 10
+	res := sdktest.Run(t, &demo{n: n}, sdktest.Options{})
+	if len(res.Batches) < 3 {
+		t.Fatalf("got %d batches, want >= 3", len(res.Batches))
+	}
+	for _, mf := range res.Families(t) {
+		if mf.GetName() == "demo_bytes_total" && len(mf.GetMetric()) != n {
+			t.Fatalf("demo_bytes_total has %d series, want %d", len(mf.GetMetric()), n)
+		}
+	}
+}
+
+func TestAllowlistPushdown(t *testing.T) {
+	d := &demo{n: 3}
+	res := sdktest.Run(t, d, sdktest.Options{EnabledMetrics: []string{"demo_bytes"}})
+	text := res.Text(t)
+	if !strings.Contains(text, "demo_bytes_total{") || strings.Contains(text, "demo_temperature") || strings.Contains(text, "demo_latency") {
+		t.Fatalf("allowlist not applied:\n%s", text)
+	}
+	if d.readTemp != 0 {
+		t.Fatalf("disabled source was read %d times", d.readTemp)
+	}
+	res = sdktest.Run(t, &demo{n: 1}, sdktest.Options{DisabledMetrics: []string{"demo_*_seconds"}})
+	if text := res.Text(t); strings.Contains(text, "demo_latency") || strings.Contains(text, "demo_rtt") || !strings.Contains(text, "demo_temperature") {
+		t.Fatalf("denylist not applied:\n%s", text)
+	}
+}
+
+func TestMetricPrefix(t *testing.T) {
+	res := sdktest.Run(t, &demo{n: 1}, sdktest.Options{MetricPrefix: "crusoe_vm_", EnabledMetrics: []string{"demo_temperature_celsius"}})
+	if text := res.Text(t); !strings.Contains(text, "crusoe_vm_demo_temperature_celsius{sensor=\"composite\"} 41.5") || strings.Contains(text, "bytes") {
+		t.Fatalf("prefix/allowlist wrong:\n%s", text)
+	}
+}
+
+func TestPanicBecomesCollectError(t *testing.T) {
+	d := &demo{panicMsg: "boom"}
+	c := sdktest.Client(t, d, sdktest.Options{})
+	res := sdktest.Collect(t, c, 0)
+	if res.Status != nil {
+		t.Fatalf("stream failed: %v", res.Status)
+	}
+	if len(res.Errors) != 1 || res.Errors[0].Collector != "panic" || !strings.Contains(res.Errors[0].Message, "boom") {
+		t.Fatalf("errors = %v", res.Errors)
+	}
+	if !strings.Contains(res.Text(t), `demo_bytes_total{dev="before-panic"} 1`) {
+		t.Fatal("samples written before the panic were lost")
+	}
+	// The plugin stays up: the next collect works.
+	d.panicMsg, d.n = "", 1
+	if res := sdktest.Collect(t, c, 0); res.Status != nil || len(res.Errors) != 0 {
+		t.Fatalf("collect after panic: %v %v", res.Status, res.Errors)
+	}
+}
+
+func TestDeadlineHonoured(t *testing.T) {
+	c := sdktest.Client(t, &demo{sleep: time.Minute}, sdktest.Options{})
+	start := time.Now()
+	res := sdktest.Collect(t, c, 200*time.Millisecond)
+	if status.Code(res.Status) != codes.DeadlineExceeded {
+		t.Fatalf("status = %v, want DeadlineExceeded", res.Status)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("collect ignored its deadline")
+	}
+}
+
+func TestPartialErrorKeepsSamples(t *testing.T) {
+	d := &demo{n: 1, collectFn: func(w *sdk.Writer) error {
+		w.Error("sensors", errors.New("hwmon3: permission denied"))
+		w.Error("sensors", errors.New("hwmon3: permission denied")) // reported once
+		return errors.New("late failure")
+	}}
+	res := sdktest.Run(t, d, sdktest.Options{})
+	if len(res.Errors) != 2 || res.Errors[0].Collector != "sensors" || res.Errors[1].Message != "late failure" {
+		t.Fatalf("errors = %v", res.Errors)
+	}
+	if !strings.Contains(res.Text(t), "demo_temperature_celsius") {
+		t.Fatal("samples lost on partial error")
+	}
+}
+
+func TestWriterMisuseIsReportedNotFatal(t *testing.T) {
+	d := &demo{collectFn: func(w *sdk.Writer) error {
+		w.Gauge(bytesDesc, 1, "x")        // wrong type
+		w.Counter(bytesDesc, 1, "x", "y") // wrong label count
+		w.Histogram(latDesc, []float64{1}, nil, 1, 1, "op")
+		return nil
+	}}
+	res := sdktest.Run(t, d, sdktest.Options{})
+	if len(res.Errors) != 3 {
+		t.Fatalf("want 3 misuse errors, got %v", res.Errors)
+	}
+	for _, e := range res.Errors {
+		if e.Collector != "sdk" {
+			t.Errorf("misuse reported under %q", e.Collector)
+		}
+	}
+}
+
+func TestConfigureRejectsUnknownKeys(t *testing.T) {
+	d := &demo{}
+	cfg := map[string]any{"device": "nvme0"}
+	sdktest.Run(t, d, sdktest.Options{Config: cfg})
+	if d.cfg.Device != "nvme0" {
+		t.Fatalf("config not decoded: %+v", d.cfg)
+	}
+	err := d.Configure(context.Background(), configWith(t, map[string]any{"devcie": "x"}))
+	if err == nil || !strings.Contains(err.Error(), "devcie") {
+		t.Fatalf("want error naming the unknown key, got %v", err)
+	}
+}
+
+func TestCollectorPlugin(t *testing.T) {
+	reg := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "legacy_events_total", Help: "Events."}, []string{"kind"})
+	reg.WithLabelValues("a").Add(3)
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "legacy_wait_seconds", Help: "Wait.", Buckets: []float64{1, 2}})
+	h.Observe(1.5)
+	p, err := sdk.NewCollectorPlugin(sdk.Info{Name: "legacy"}, reg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := sdktest.Run(t, p, sdktest.Options{}).Text(t)
+	for _, want := range []string{`legacy_events_total{kind="a"} 3`, `legacy_wait_seconds_bucket{le="1"} 0`, `legacy_wait_seconds_bucket{le="2"} 1`, `legacy_wait_seconds_bucket{le="+Inf"} 1`, "legacy_wait_seconds_sum 1.5"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %q in:\n%s", want, text)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package sdk
+
+import (
+	"os"
+	"strconv"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/plexporter/plexporter/sdk/transport"
+)
+
+var logger = hclog.New(&hclog.LoggerOptions{
+	// JSON on stderr: go-plugin on the host side parses it and re-logs each
+	// line under the plugin's name at the right level.
+	JSONFormat: true,
+	Output:     os.Stderr,
+	Level:      hclog.Info,
+})
+
+// Logger is the plugin's logger. Its output reaches the host's log, tagged
+// with the plugin's name.
+func Logger() hclog.Logger { return logger }
+
+// Serve runs the plugin until the host stops it or goes away. Call it from
+// main; it does not return.
+func Serve(p Plugin) {
+	if lvl := os.Getenv("PLEXPORTER_PLUGIN_LOG_LEVEL"); lvl != "" {
+		logger.SetLevel(hclog.LevelFromString(lvl))
+	}
+	watchLifeline()
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  transport.Handshake,
+		VersionedPlugins: transport.PluginSet(NewServer(p, logger)),
+		GRPCServer:       plugin.DefaultGRPCServer,
+		Logger:           logger,
+	})
+	os.Exit(0)
+}
+
+// watchLifeline exits the plugin, with every process it started, once the
+// host's end of the lifeline pipe closes. Pdeathsig alone is not enough: it
+// fires when the parent *thread* exits, and Go retires threads at will.
+func watchLifeline() {
+	fdText := os.Getenv(transport.LifelineEnv)
+	if fdText == "" {
+		return
+	}
+	fd, err := strconv.Atoi(fdText)
+	if err != nil || fd < 3 {
+		logger.Warn("ignoring bad lifeline descriptor", "env", transport.LifelineEnv, "value", fdText)
+		return
+	}
+	f := os.NewFile(uintptr(fd), "lifeline")
+	go func() {
+		var buf [1]byte
+		for {
+			if _, err := f.Read(buf[:]); err != nil {
+				break
+			}
+		}
+		logger.Warn("host went away; exiting")
+		// The host starts us as a process group leader: take the group down
+		// so children we spawned do not outlive us either.
+		if syscall.Getpgrp() == os.Getpid() {
+			_ = syscall.Kill(-os.Getpid(), syscall.SIGKILL)
+		}
+		os.Exit(1)
+	}()
+}

@@ -1,0 +1,128 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk/metricfilter"
+	"github.com/plexporter/plexporter/sdk/transport"
+)
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// server implements the gRPC PluginService on top of a Plugin.
+type server struct {
+	pluginv1.UnimplementedPluginServiceServer
+	plugin       Plugin
+	log          hclog.Logger
+	batchSamples int
+
+	mu         sync.RWMutex
+	configured bool
+	filter     *metricfilter.Filter
+	prefix     string
+}
+
+// NewServer wraps a Plugin as a PluginServiceServer. Serve does this for
+// you; sdktest and custom hosts use it directly.
+func NewServer(p Plugin, log hclog.Logger) pluginv1.PluginServiceServer {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &server{plugin: p, log: log}
+}
+
+func (s *server) Info(ctx context.Context, _ *pluginv1.InfoRequest) (resp *pluginv1.InfoResponse, err error) {
+	defer s.recoverTo("info", &err)
+	info := s.plugin.Info()
+	resp = &pluginv1.InfoResponse{
+		Name:       info.Name,
+		Version:    info.Version,
+		ApiVersion: transport.APIVersion,
+		SandboxHints: &pluginv1.SandboxHints{
+			Capabilities:   info.Sandbox.Capabilities,
+			ReadOnlyPaths:  info.Sandbox.ReadOnlyPaths,
+			ReadWritePaths: info.Sandbox.ReadWritePaths,
+			Devices:        info.Sandbox.Devices,
+		},
+	}
+	for _, d := range info.Metrics {
+		resp.Metrics = append(resp.Metrics, d.proto())
+	}
+	return resp, nil
+}
+
+func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) (resp *pluginv1.ConfigureResponse, err error) {
+	defer s.recoverTo("configure", &err)
+	filter, err := metricfilter.New(req.GetEnabledMetrics(), req.GetDisabledMetrics())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	cfg := Config{
+		Raw:          req.GetConfig(),
+		Filter:       filter,
+		MetricPrefix: req.GetMetricPrefix(),
+		Paths: Paths{
+			Sysfs:  orDefault(req.GetPaths().GetSysfs(), "/sys"),
+			Procfs: orDefault(req.GetPaths().GetProcfs(), "/proc"),
+			Rootfs: orDefault(req.GetPaths().GetRootfs(), "/"),
+		},
+	}
+	if err := s.plugin.Configure(ctx, cfg); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	s.mu.Lock()
+	s.configured, s.filter, s.prefix = true, filter, cfg.MetricPrefix
+	s.mu.Unlock()
+	return &pluginv1.ConfigureResponse{}, nil
+}
+
+func (s *server) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginService_CollectServer) error {
+	s.mu.RLock()
+	configured, filter, prefix := s.configured, s.filter, s.prefix
+	s.mu.RUnlock()
+	if !configured {
+		return status.Error(codes.FailedPrecondition, "Collect before Configure")
+	}
+	ctx := stream.Context()
+	w := newWriter(filter, prefix, s.batchSamples, stream.Send)
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("collect panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				w.Error("panic", fmt.Errorf("collect panicked: %v", r))
+			}
+		}()
+		if err := s.plugin.Collect(ctx, w); err != nil {
+			w.Error("collect", err)
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		// The host has given up; what was sent already is used, the rest would be lost anyway.
+		return status.FromContextError(err).Err()
+	}
+	w.flush()
+	return w.sendErr
+}
+
+func (s *server) recoverTo(rpc string, err *error) {
+	if r := recover(); r != nil {
+		s.log.Error(rpc+" panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		*err = status.Errorf(codes.Internal, "%s panicked: %v", rpc, r)
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,222 @@
+package sdk
+
+import (
+	"fmt"
+	"slices"
+
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk/metricfilter"
+)
+
+// DefaultBatchSamples is how many samples a batch holds before it is sent.
+// Measured: 2k–16k samples per batch keeps both the per-message overhead and
+// the peak memory of a 100k-series collect low (docs/design.md).
+const DefaultBatchSamples = 8192
+
+// Writer receives one collect's samples and packs them straight into
+// columnar batches. It is not safe for concurrent use: a collector that fans
+// out over goroutines must serialise its writes (or gather and then write).
+//
+// Families that the allowlist disables are dropped at the door; check
+// Enabled before reading an expensive source so it is not read at all.
+type Writer struct {
+	filter *metricfilter.Filter
+	prefix string
+	send   func(*pluginv1.CollectResponse) error
+	limit  int
+
+	batch   *pluginv1.Batch
+	strings map[string]uint32
+	chunks  map[*Desc]*pluginv1.FamilyChunk
+	samples int
+
+	enabled  map[*Desc]bool
+	errs     []*pluginv1.CollectError
+	reported map[string]bool // error causes already reported in this collect
+	sendErr  error
+}
+
+func newWriter(filter *metricfilter.Filter, prefix string, batchSamples int, send func(*pluginv1.CollectResponse) error) *Writer {
+	if batchSamples <= 0 {
+		batchSamples = DefaultBatchSamples
+	}
+	w := &Writer{
+		filter:   filter,
+		prefix:   prefix,
+		send:     send,
+		limit:    batchSamples,
+		strings:  make(map[string]uint32, 1024),
+		chunks:   make(map[*Desc]*pluginv1.FamilyChunk, 64),
+		enabled:  make(map[*Desc]bool, 64),
+		reported: map[string]bool{},
+	}
+	w.reset()
+	return w
+}
+
+func (w *Writer) reset() {
+	w.batch = &pluginv1.Batch{Strings: make([]string, 1, 1024)}
+	clear(w.strings)
+	w.strings[""] = 0
+	clear(w.chunks)
+	w.samples = 0
+}
+
+// Enabled reports whether the family is selected by the host's allowlist.
+func (w *Writer) Enabled(d *Desc) bool {
+	on, ok := w.enabled[d]
+	if !ok {
+		on = w.filter.Allow(d.Name) || (w.prefix != "" && w.filter.Allow(w.prefix+d.Name))
+		w.enabled[d] = on
+	}
+	return on
+}
+
+// Error records a partial failure; the host counts and logs it, and the rest
+// of the collect goes on. Identical (collector, message) pairs are reported once.
+func (w *Writer) Error(collector string, err error) {
+	if err == nil {
+		return
+	}
+	key := collector + "\x00" + err.Error()
+	if w.reported[key] {
+		return
+	}
+	w.reported[key] = true
+	w.errs = append(w.errs, &pluginv1.CollectError{Collector: collector, Message: err.Error()})
+}
+
+// Counter writes one counter sample.
+func (w *Writer) Counter(d *Desc, value float64, labelValues ...string) {
+	w.value(d, Counter, value, labelValues)
+}
+
+// Gauge writes one gauge sample.
+func (w *Writer) Gauge(d *Desc, value float64, labelValues ...string) {
+	w.value(d, Gauge, value, labelValues)
+}
+
+// Untyped writes one untyped sample.
+func (w *Writer) Untyped(d *Desc, value float64, labelValues ...string) {
+	w.value(d, Untyped, value, labelValues)
+}
+
+func (w *Writer) value(d *Desc, typ Type, value float64, lv []string) {
+	c := w.chunk(d, typ, lv, nil)
+	if c == nil {
+		return
+	}
+	c.Values = append(c.Values, value)
+	w.sampleDone()
+}
+
+// Histogram writes one classic histogram. bounds are the finite upper
+// bounds in ascending order, cumulative holds the cumulative count of each of
+// them; the +Inf bucket is count.
+func (w *Writer) Histogram(d *Desc, bounds []float64, cumulative []uint64, count uint64, sum float64, labelValues ...string) {
+	if len(bounds) != len(cumulative) {
+		w.misuse(d, fmt.Errorf("histogram %s: %d bounds but %d bucket counts", d.Name, len(bounds), len(cumulative)))
+		return
+	}
+	c := w.chunk(d, Histogram, labelValues, bounds)
+	if c == nil {
+		return
+	}
+	c.Values = append(c.Values, sum)
+	c.Counts = append(c.Counts, count)
+	c.BucketCounts = append(c.BucketCounts, cumulative...)
+	w.sampleDone()
+}
+
+// Summary writes one summary; quantiles and values pair up.
+func (w *Writer) Summary(d *Desc, quantiles, values []float64, count uint64, sum float64, labelValues ...string) {
+	if len(quantiles) != len(values) {
+		w.misuse(d, fmt.Errorf("summary %s: %d quantiles but %d values", d.Name, len(quantiles), len(values)))
+		return
+	}
+	c := w.chunk(d, Summary, labelValues, quantiles)
+	if c == nil {
+		return
+	}
+	c.Values = append(c.Values, sum)
+	c.Counts = append(c.Counts, count)
+	c.QuantileValues = append(c.QuantileValues, values...)
+	w.sampleDone()
+}
+
+// chunk returns the chunk the sample goes to, or nil if it is dropped.
+func (w *Writer) chunk(d *Desc, typ Type, lv []string, bounds []float64) *pluginv1.FamilyChunk {
+	if !w.Enabled(d) || w.sendErr != nil {
+		return nil
+	}
+	if d.Type != typ {
+		w.misuse(d, fmt.Errorf("family %s is declared %s but written as %s", d.Name, d.Type, typ))
+		return nil
+	}
+	if len(lv) != len(d.Labels) {
+		w.misuse(d, fmt.Errorf("family %s has %d label names but a sample has %d values", d.Name, len(d.Labels), len(lv)))
+		return nil
+	}
+	c := w.chunks[d]
+	if c == nil || (bounds != nil && !slices.Equal(c.Bounds, bounds)) {
+		// A new batch, or a histogram whose buckets differ from the chunk's:
+		// start a chunk (the host joins chunks of one family).
+		c = &pluginv1.FamilyChunk{
+			Name: w.intern(w.prefix + d.Name),
+			Type: d.Type,
+			Help: w.intern(d.Help),
+			Unit: w.intern(d.Unit),
+		}
+		if len(d.Labels) > 0 {
+			c.LabelNames = make([]uint32, len(d.Labels))
+			for i, l := range d.Labels {
+				c.LabelNames[i] = w.intern(l)
+			}
+		}
+		if bounds != nil {
+			c.Bounds = slices.Clone(bounds)
+		}
+		w.chunks[d] = c
+		w.batch.Families = append(w.batch.Families, c)
+	}
+	for _, v := range lv {
+		c.LabelValues = append(c.LabelValues, w.intern(v))
+	}
+	return c
+}
+
+func (w *Writer) misuse(d *Desc, err error) { w.Error("sdk", err) }
+
+func (w *Writer) intern(s string) uint32 {
+	if i, ok := w.strings[s]; ok {
+		return i
+	}
+	i := uint32(len(w.batch.Strings))
+	w.batch.Strings = append(w.batch.Strings, s)
+	w.strings[s] = i
+	return i
+}
+
+func (w *Writer) sampleDone() {
+	w.samples++
+	if w.samples >= w.limit {
+		w.flush()
+	}
+}
+
+// flush sends the current batch and any errors recorded so far.
+func (w *Writer) flush() {
+	if w.sendErr != nil {
+		return
+	}
+	if w.samples == 0 && len(w.errs) == 0 {
+		return
+	}
+	msg := &pluginv1.CollectResponse{Errors: w.errs}
+	if w.samples > 0 {
+		msg.Batch = w.batch
+	}
+	w.errs = nil
+	w.sendErr = w.send(msg)
+	w.reset()
+}
