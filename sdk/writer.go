@@ -36,6 +36,19 @@ type Writer struct {
 	sendErr  error
 }
 
+// NewWriter returns a Writer that hands each full batch (and the errors
+// recorded so far) to send. Serve makes one per Collect; hosts and tests use
+// it to build batches in process. Call Flush at the end.
+func NewWriter(filter *metricfilter.Filter, prefix string, send func(*pluginv1.CollectResponse) error) *Writer {
+	return newWriter(filter, prefix, 0, send)
+}
+
+// Flush sends what is buffered and returns the first send error.
+func (w *Writer) Flush() error {
+	w.flush()
+	return w.sendErr
+}
+
 func newWriter(filter *metricfilter.Filter, prefix string, batchSamples int, send func(*pluginv1.CollectResponse) error) *Writer {
 	if batchSamples <= 0 {
 		batchSamples = DefaultBatchSamples

@@ -140,3 +140,6 @@ func Metric(b *pluginv1.Batch, c *pluginv1.FamilyChunk, i, nl, nb int) *dto.Metr
 	}
 	return m
 }
+
+// Type returns the client_model type of a protocol metric type.
+func Type(t pluginv1.MetricType) dto.MetricType { return dtoType[t] }

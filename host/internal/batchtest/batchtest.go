@@ -1,0 +1,52 @@
+// Package batchtest builds batches with the SDK writer for host tests and
+// benchmarks.
+package batchtest
+
+import (
+	"fmt"
+
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk"
+)
+
+// Build runs fn against an SDK writer and returns the batches it produced.
+func Build(fn func(w *sdk.Writer)) []*pluginv1.Batch {
+	var out []*pluginv1.Batch
+	w := sdk.NewWriter(nil, "", func(r *pluginv1.CollectResponse) error {
+		if r.Batch != nil {
+			out = append(out, r.Batch)
+		}
+		return nil
+	})
+	fn(w)
+	if err := w.Flush(); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// Mix writes n series shaped like a typical node: counters and gauges with
+// 2–3 labels and 10-bucket histograms, in the proportion 6:3:1.
+func Mix(prefix string, n int) []*pluginv1.Batch {
+	ctr := sdk.NewDesc(prefix+"rx_bytes_total", sdk.Counter, "Bytes received.", "device", "port", "queue")
+	gauge := sdk.NewDesc(prefix+"link_speed_bytes", sdk.Gauge, "Link speed.", "device", "port")
+	hist := sdk.NewDesc(prefix+"latency_seconds", sdk.Histogram, "Latency.", "device", "op")
+	bounds := []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5}
+	cum := make([]uint64, len(bounds))
+	return Build(func(w *sdk.Writer) {
+		for i := range n {
+			dev, port := fmt.Sprintf("mlx5_%d", i/1000), fmt.Sprintf("%d", i%1000)
+			switch i % 10 {
+			case 0:
+				for j := range cum {
+					cum[j] = uint64(i + j*3)
+				}
+				w.Histogram(hist, bounds, cum, uint64(i+40), float64(i)*0.37, dev, port)
+			case 1, 2, 3:
+				w.Gauge(gauge, 1.25e11, dev, port)
+			default:
+				w.Counter(ctr, float64(i)*1234.5, dev, port, fmt.Sprintf("q%d", i%7))
+			}
+		}
+	})
+}

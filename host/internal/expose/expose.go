@@ -1,0 +1,254 @@
+// Package expose renders merged families in the Prometheus text format
+// 0.0.4, OpenMetrics 1.0 and the delimited protobuf format.
+//
+// Text and OpenMetrics are written directly from the batches: measured on
+// 100k series it is ~5x cheaper than converting to client_model and going
+// through expfmt (docs/design.md). Tests parse both outputs with expfmt and
+// compare them, plus a fuzz test, so the fast writers cannot drift.
+package expose
+
+import (
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/plexporter/plexporter/host/internal/merge"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+)
+
+// flushAt is the buffer size at which a writer hands bytes to the sink.
+const flushAt = 32 << 10
+
+// Write renders fams in format (as negotiated by expfmt) to w.
+func Write(w io.Writer, format expfmt.Format, fams []*merge.Family) error {
+	switch format.FormatType() {
+	case expfmt.TypeOpenMetrics:
+		return writeText(w, fams, true)
+	case expfmt.TypeProtoDelim, expfmt.TypeProtoText, expfmt.TypeProtoCompact:
+		return writeProto(w, format, fams)
+	default:
+		return writeText(w, fams, false)
+	}
+}
+
+// Formats is what the host offers in content negotiation, in order of preference.
+var Formats = []expfmt.Format{
+	expfmt.FmtProtoDelim,
+	expfmt.FmtOpenMetrics_1_0_0,
+	expfmt.FmtOpenMetrics_0_0_1,
+	expfmt.FmtText,
+}
+
+func writeProto(w io.Writer, format expfmt.Format, fams []*merge.Family) error {
+	enc := expfmt.NewEncoder(w, format)
+	for _, f := range fams {
+		if err := enc.Encode(toDTO(f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type textWriter struct {
+	w   io.Writer
+	buf []byte
+	om  bool
+	err error
+}
+
+func (t *textWriter) maybeFlush() {
+	if len(t.buf) >= flushAt && t.err == nil {
+		_, t.err = t.w.Write(t.buf)
+		t.buf = t.buf[:0]
+	}
+}
+
+func writeText(w io.Writer, fams []*merge.Family, om bool) error {
+	t := &textWriter{w: w, buf: make([]byte, 0, flushAt+4096), om: om}
+	for _, f := range fams {
+		t.family(f)
+		if t.err != nil {
+			return t.err
+		}
+	}
+	if om {
+		t.buf = append(t.buf, "# EOF\n"...)
+	}
+	if t.err == nil && len(t.buf) > 0 {
+		_, t.err = w.Write(t.buf)
+	}
+	return t.err
+}
+
+func (t *textWriter) family(f *merge.Family) {
+	metaName := f.Name
+	typ := typeNames[f.Type]
+	if t.om {
+		if f.Type == pluginv1.MetricType_METRIC_TYPE_COUNTER {
+			if base, ok := strings.CutSuffix(f.Name, "_total"); ok {
+				metaName = base
+			} else {
+				typ = "unknown" // OpenMetrics counters need _total
+			}
+		} else if f.Type == pluginv1.MetricType_METRIC_TYPE_UNTYPED {
+			typ = "unknown"
+		}
+	}
+	t.buf = append(t.buf, "# HELP "...)
+	t.buf = append(t.buf, metaName...)
+	t.buf = append(t.buf, ' ')
+	t.buf = appendEscaped(t.buf, f.Help, t.om)
+	t.buf = append(t.buf, '\n')
+	t.buf = append(t.buf, "# TYPE "...)
+	t.buf = append(t.buf, metaName...)
+	t.buf = append(t.buf, ' ')
+	t.buf = append(t.buf, typ...)
+	t.buf = append(t.buf, '\n')
+	if t.om && f.Unit != "" && strings.HasSuffix(metaName, "_"+f.Unit) {
+		t.buf = append(t.buf, "# UNIT "...)
+		t.buf = append(t.buf, metaName...)
+		t.buf = append(t.buf, ' ')
+		t.buf = append(t.buf, f.Unit...)
+		t.buf = append(t.buf, '\n')
+	}
+	for pi := range f.Parts {
+		p := &f.Parts[pi]
+		strs := p.Batch.Strings
+		c := p.Chunk
+		nl, nb := len(c.LabelNames), len(c.Bounds)
+		for k, n := 0, p.Samples(); k < n; k++ {
+			i := p.Index(k)
+			lv := c.LabelValues[i*nl : i*nl+nl]
+			switch f.Type {
+			case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
+				for j := range nb {
+					t.sample(f.Name, "_bucket", f.LabelNames, strs, lv, "le", c.Bounds[j])
+					t.uint(c.BucketCounts[i*nb+j])
+				}
+				t.sample(f.Name, "_bucket", f.LabelNames, strs, lv, "le", math.Inf(1))
+				t.uint(c.Counts[i])
+				t.sample(f.Name, "_sum", f.LabelNames, strs, lv, "", 0)
+				t.float(c.Values[i])
+				t.sample(f.Name, "_count", f.LabelNames, strs, lv, "", 0)
+				t.uint(c.Counts[i])
+			case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
+				for j := range nb {
+					t.sample(f.Name, "", f.LabelNames, strs, lv, "quantile", c.Bounds[j])
+					t.float(c.QuantileValues[i*nb+j])
+				}
+				t.sample(f.Name, "_sum", f.LabelNames, strs, lv, "", 0)
+				t.float(c.Values[i])
+				t.sample(f.Name, "_count", f.LabelNames, strs, lv, "", 0)
+				t.uint(c.Counts[i])
+			default:
+				t.sample(f.Name, "", f.LabelNames, strs, lv, "", 0)
+				t.float(c.Values[i])
+			}
+			t.maybeFlush()
+		}
+	}
+}
+
+// sample writes "name{labels} " (the value follows).
+func (t *textWriter) sample(name, suffix string, names, strs []string, lv []uint32, extra string, extraVal float64) {
+	b := append(t.buf, name...)
+	b = append(b, suffix...)
+	if len(lv) > 0 || extra != "" {
+		b = append(b, '{')
+		for j, idx := range lv {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, names[j]...)
+			b = append(b, '=', '"')
+			b = appendEscaped(b, strs[idx], true)
+			b = append(b, '"')
+		}
+		if extra != "" {
+			if len(lv) > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, extra...)
+			b = append(b, '=', '"')
+			b = t.appendFloat(b, extraVal)
+			b = append(b, '"')
+		}
+		b = append(b, '}')
+	}
+	t.buf = append(b, ' ')
+}
+
+func (t *textWriter) float(v float64) {
+	t.buf = append(t.appendFloat(t.buf, v), '\n')
+}
+
+// uint writes a count. OpenMetrics has integer counts; the text format
+// writes them as floats, like expfmt, since Prometheus reads floats anyway.
+func (t *textWriter) uint(v uint64) {
+	if t.om {
+		t.buf = append(strconv.AppendUint(t.buf, v, 10), '\n')
+		return
+	}
+	t.float(float64(v))
+}
+
+// appendFloat formats like expfmt: shortest repr, +Inf/-Inf/NaN, and in
+// OpenMetrics a ".0" on integral values.
+func (t *textWriter) appendFloat(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, "NaN"...)
+	case math.IsInf(f, 1):
+		return append(b, "+Inf"...)
+	case math.IsInf(f, -1):
+		return append(b, "-Inf"...)
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, 'g', -1, 64)
+	if t.om {
+		integral := true
+		for _, c := range b[start:] {
+			if c == '.' || c == 'e' {
+				integral = false
+				break
+			}
+		}
+		if integral {
+			b = append(b, '.', '0')
+		}
+	}
+	return b
+}
+
+// appendEscaped escapes backslash and newline, and the double quote when
+// quoted (label values, and OpenMetrics help text).
+func appendEscaped(b []byte, s string, quote bool) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\':
+			b = append(b, '\\', '\\')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '"':
+			if quote {
+				b = append(b, '\\', '"')
+			} else {
+				b = append(b, c)
+			}
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+var typeNames = map[pluginv1.MetricType]string{
+	pluginv1.MetricType_METRIC_TYPE_COUNTER:   "counter",
+	pluginv1.MetricType_METRIC_TYPE_GAUGE:     "gauge",
+	pluginv1.MetricType_METRIC_TYPE_HISTOGRAM: "histogram",
+	pluginv1.MetricType_METRIC_TYPE_SUMMARY:   "summary",
+	pluginv1.MetricType_METRIC_TYPE_UNTYPED:   "untyped",
+}

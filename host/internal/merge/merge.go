@@ -1,0 +1,336 @@
+// Package merge joins the batches of every plugin into one set of metric
+// families and guards the exposition: allowlist, name and UTF-8 validation,
+// duplicate series, metadata conflicts and a per-plugin series cap. Nothing a
+// plugin sends can make the merged result invalid; every drop is counted per
+// plugin and reason.
+package merge
+
+import (
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk/dtoconv"
+	"github.com/plexporter/plexporter/sdk/metricfilter"
+)
+
+// Drop reasons, the values of the reason label of plexporter_dropped_series_total.
+const (
+	ReasonMalformed    = "malformed"           // a batch column does not match its sample count
+	ReasonInvalidName  = "invalid_name"        // metric or label name not valid
+	ReasonInvalidValue = "invalid_label_value" // invalid UTF-8 or longer than the limit
+	ReasonConflict     = "conflict"            // family already exposed with other type/help/unit/labels
+	ReasonDuplicate    = "duplicate"           // identical series already exposed
+	ReasonSeriesLimit  = "series_limit"        // plugin exceeded its series cap
+)
+
+// Input is one plugin's collect.
+type Input struct {
+	Plugin  string
+	Batches []*pluginv1.Batch
+	// MaxSeries caps the series this plugin may contribute (0: no cap).
+	MaxSeries int
+}
+
+// Options apply to every input.
+type Options struct {
+	Filter *metricfilter.Filter
+	// MaxLabelValueLen drops samples with a longer label value (0: no limit).
+	MaxLabelValueLen int
+}
+
+// Family is one merged metric family.
+type Family struct {
+	Name       string
+	Type       pluginv1.MetricType
+	Help       string
+	Unit       string
+	LabelNames []string
+	Plugin     string // the plugin that introduced it
+	Parts      []Part
+
+	seen     map[uint64]ref
+	overflow map[string]struct{}
+}
+
+// Part is one chunk's contribution to a family.
+type Part struct {
+	Batch *pluginv1.Batch
+	Chunk *pluginv1.FamilyChunk
+	// Keep lists the sample indexes exposed, in order; nil means all of them.
+	Keep []int32
+}
+
+// Samples returns the number of exposed samples of the part.
+func (p *Part) Samples() int {
+	if p.Keep != nil {
+		return len(p.Keep)
+	}
+	return len(p.Chunk.Values)
+}
+
+// Index returns the chunk index of the i-th exposed sample.
+func (p *Part) Index(i int) int {
+	if p.Keep != nil {
+		return int(p.Keep[i])
+	}
+	return i
+}
+
+type ref struct{ part, sample int32 }
+
+// DropKey identifies a counter of dropped series.
+type DropKey struct{ Plugin, Reason string }
+
+// Result is a merged scrape.
+type Result struct {
+	Families []*Family // sorted by name
+	// Series counts the exposed series per plugin (a histogram counts its
+	// buckets, +Inf, sum and count, like Prometheus does).
+	Series map[string]int
+	Drops  map[DropKey]int
+	// Causes holds one human-readable example per drop key, for logging.
+	Causes map[DropKey]string
+}
+
+// Merge joins inputs in the given order; on conflicts and duplicates the
+// earlier input wins, so callers pass plugins sorted by name.
+func Merge(inputs []Input, opts Options) *Result {
+	m := merger{
+		opts: opts,
+		res: &Result{
+			Series: make(map[string]int, len(inputs)),
+			Drops:  map[DropKey]int{},
+			Causes: map[DropKey]string{},
+		},
+		byName: map[string]*Family{},
+		seed:   maphash.MakeSeed(),
+	}
+	for _, in := range inputs {
+		m.input(in)
+	}
+	fams := make([]*Family, 0, len(m.byName))
+	for _, f := range m.byName {
+		if len(f.Parts) > 0 {
+			f.seen, f.overflow = nil, nil
+			fams = append(fams, f)
+		}
+	}
+	slices.SortFunc(fams, func(a, b *Family) int { return strings.Compare(a.Name, b.Name) })
+	m.res.Families = fams
+	return m.res
+}
+
+type merger struct {
+	opts   Options
+	res    *Result
+	byName map[string]*Family
+	seed   maphash.Seed
+	// per batch: 1 = valid label value, 2 = invalid; 0 = not yet checked
+	valid []uint8
+}
+
+func (m *merger) drop(plugin, reason string, n int, cause string) {
+	if n <= 0 {
+		return
+	}
+	k := DropKey{plugin, reason}
+	m.res.Drops[k] += n
+	if _, ok := m.res.Causes[k]; !ok {
+		m.res.Causes[k] = cause
+	}
+}
+
+func (m *merger) input(in Input) {
+	series := 0
+	for _, b := range in.Batches {
+		m.valid = m.valid[:0]
+		m.valid = append(m.valid, make([]uint8, len(b.GetStrings()))...)
+		for _, c := range b.GetFamilies() {
+			series = m.chunk(in, b, c, series)
+		}
+	}
+	m.res.Series[in.Plugin] = series
+}
+
+func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, series int) int {
+	if err := dtoconv.Check(b, c); err != nil {
+		m.drop(in.Plugin, ReasonMalformed, max(len(c.Values), 1), err.Error())
+		return series
+	}
+	name := b.Strings[c.Name]
+	if !m.opts.Filter.Allow(name) {
+		return series // not wanted: not a drop
+	}
+	n := len(c.Values)
+	if n == 0 {
+		return series
+	}
+	if err := checkNames(b, c); err != nil {
+		m.drop(in.Plugin, ReasonInvalidName, n, err.Error())
+		return series
+	}
+	f := m.byName[name]
+	if f == nil {
+		f = &Family{Name: name, Type: c.Type, Help: b.Strings[c.Help], Unit: b.Strings[c.Unit], Plugin: in.Plugin}
+		f.LabelNames = make([]string, len(c.LabelNames))
+		for i, l := range c.LabelNames {
+			f.LabelNames[i] = b.Strings[l]
+		}
+		m.byName[name] = f
+	} else if why := f.differs(b, c); why != "" {
+		m.drop(in.Plugin, ReasonConflict, n, fmt.Sprintf("family %s already exposed by plugin %s with another %s", name, f.Plugin, why))
+		return series
+	}
+	perSample := 1
+	switch c.Type {
+	case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
+		perSample = len(c.Bounds) + 3
+	case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
+		perSample = len(c.Bounds) + 2
+	}
+	if f.seen == nil {
+		f.seen = make(map[uint64]ref, n)
+	}
+	nl := len(c.LabelNames)
+	part := Part{Batch: b, Chunk: c}
+	partIdx := int32(len(f.Parts))
+	var keep []int32
+	dropped := false
+	var h maphash.Hash
+	h.SetSeed(m.seed)
+	for i := range n {
+		lv := c.LabelValues[i*nl : i*nl+nl]
+		ok := true
+		if bad := m.badValue(b, lv); bad >= 0 {
+			m.drop(in.Plugin, ReasonInvalidValue, 1, fmt.Sprintf("family %s: label %s: value invalid UTF-8 or longer than %d bytes", name, f.LabelNames[bad], m.opts.MaxLabelValueLen))
+			ok = false
+		} else if in.MaxSeries > 0 && series+perSample > in.MaxSeries {
+			m.drop(in.Plugin, ReasonSeriesLimit, 1, fmt.Sprintf("more than %d series (--plugin.max-series)", in.MaxSeries))
+			ok = false
+		} else if f.duplicate(&h, b, lv, &part, partIdx, int32(i)) {
+			m.drop(in.Plugin, ReasonDuplicate, 1, fmt.Sprintf("family %s: series %s exposed twice", name, labelString(f.LabelNames, b, lv)))
+			ok = false
+		}
+		if ok {
+			series += perSample
+			if dropped {
+				keep = append(keep, int32(i))
+			}
+			continue
+		}
+		if !dropped {
+			dropped = true
+			keep = make([]int32, i, n)
+			for j := range i {
+				keep[j] = int32(j)
+			}
+		}
+	}
+	if dropped {
+		if len(keep) == 0 {
+			return series
+		}
+		part.Keep = keep
+	}
+	f.Parts = append(f.Parts, part)
+	return series
+}
+
+// badValue returns the index of the first invalid label value, or -1.
+func (m *merger) badValue(b *pluginv1.Batch, lv []uint32) int {
+	for j, idx := range lv {
+		switch m.valid[idx] {
+		case 1:
+			continue
+		case 2:
+			return j
+		}
+		s := b.Strings[idx]
+		if !utf8.ValidString(s) || (m.opts.MaxLabelValueLen > 0 && len(s) > m.opts.MaxLabelValueLen) {
+			m.valid[idx] = 2
+			return j
+		}
+		m.valid[idx] = 1
+	}
+	return -1
+}
+
+// duplicate records the series and reports whether it was seen before.
+func (f *Family) duplicate(h *maphash.Hash, b *pluginv1.Batch, lv []uint32, part *Part, partIdx, sample int32) bool {
+	h.Reset()
+	for _, idx := range lv {
+		h.WriteString(b.Strings[idx])
+		h.WriteByte(0xff) // not valid UTF-8, so it cannot occur inside a value
+	}
+	sum := h.Sum64()
+	prev, ok := f.seen[sum]
+	if !ok {
+		f.seen[sum] = ref{partIdx, sample}
+		return false
+	}
+	// Same hash: compare the strings; a true collision goes to the overflow set.
+	var pp *Part
+	if prev.part == partIdx {
+		pp = part
+	} else {
+		pp = &f.Parts[prev.part]
+	}
+	nl := len(lv)
+	plv := pp.Chunk.LabelValues[int(prev.sample)*nl : int(prev.sample)*nl+nl]
+	same := true
+	for j := range lv {
+		if pp.Batch.Strings[plv[j]] != b.Strings[lv[j]] {
+			same = false
+			break
+		}
+	}
+	if same {
+		return true
+	}
+	key := labelString(f.LabelNames, b, lv)
+	if _, ok := f.overflow[key]; ok {
+		return true
+	}
+	if f.overflow == nil {
+		f.overflow = map[string]struct{}{}
+	}
+	f.overflow[key] = struct{}{}
+	return false
+}
+
+// differs names the metadata in which a chunk differs from the family.
+func (f *Family) differs(b *pluginv1.Batch, c *pluginv1.FamilyChunk) string {
+	switch {
+	case f.Type != c.Type:
+		return "type"
+	case f.Help != b.Strings[c.Help]:
+		return "help text"
+	case f.Unit != b.Strings[c.Unit]:
+		return "unit"
+	case len(f.LabelNames) != len(c.LabelNames):
+		return "label set"
+	}
+	for i, l := range c.LabelNames {
+		if f.LabelNames[i] != b.Strings[l] {
+			return "label set"
+		}
+	}
+	return ""
+}
+
+func labelString(names []string, b *pluginv1.Batch, lv []uint32) string {
+	var s strings.Builder
+	s.WriteByte('{')
+	for j, idx := range lv {
+		if j > 0 {
+			s.WriteByte(',')
+		}
+		fmt.Fprintf(&s, "%s=%q", names[j], b.Strings[idx])
+	}
+	s.WriteByte('}')
+	return s.String()
+}

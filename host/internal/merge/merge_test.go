@@ -1,0 +1,154 @@
+package merge_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/plexporter/plexporter/host/internal/batchtest"
+	"github.com/plexporter/plexporter/host/internal/merge"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/metricfilter"
+)
+
+var (
+	up    = sdk.NewDesc("x_up", sdk.Gauge, "Up.", "dev")
+	upAlt = sdk.NewDesc("x_up", sdk.Counter, "Up as counter.", "dev")
+	bytes = sdk.NewDesc("x_bytes_total", sdk.Counter, "Bytes.", "dev")
+)
+
+func series(r *merge.Result, name string) []string {
+	var out []string
+	for _, f := range r.Families {
+		if f.Name != name {
+			continue
+		}
+		for _, p := range f.Parts {
+			nl := len(p.Chunk.LabelNames)
+			for k := range p.Samples() {
+				i := p.Index(k)
+				var lv []string
+				for _, idx := range p.Chunk.LabelValues[i*nl : i*nl+nl] {
+					lv = append(lv, p.Batch.Strings[idx])
+				}
+				out = append(out, strings.Join(lv, ","))
+			}
+		}
+	}
+	return out
+}
+
+func TestDuplicatesFirstWins(t *testing.T) {
+	a := batchtest.Build(func(w *sdk.Writer) { w.Gauge(up, 1, "d0"); w.Gauge(up, 1, "d1"); w.Gauge(up, 2, "d0") })
+	b := batchtest.Build(func(w *sdk.Writer) { w.Gauge(up, 3, "d1"); w.Gauge(up, 3, "d2") })
+	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}, {Plugin: "b", Batches: b}}, merge.Options{})
+	if got := strings.Join(series(r, "x_up"), " "); got != "d0 d1 d2" {
+		t.Fatalf("series = %q", got)
+	}
+	if r.Drops[merge.DropKey{"a", merge.ReasonDuplicate}] != 1 || r.Drops[merge.DropKey{"b", merge.ReasonDuplicate}] != 1 {
+		t.Fatalf("drops = %v", r.Drops)
+	}
+	if r.Series["a"] != 2 || r.Series["b"] != 1 {
+		t.Fatalf("series per plugin = %v", r.Series)
+	}
+	// the first value of a duplicated series wins
+	f := r.Families[0]
+	if v := f.Parts[0].Chunk.Values[f.Parts[0].Index(0)]; v != 1 {
+		t.Fatalf("first d0 value = %v", v)
+	}
+}
+
+func TestConflictDropsLaterPlugin(t *testing.T) {
+	a := batchtest.Build(func(w *sdk.Writer) { w.Gauge(up, 1, "d0") })
+	b := batchtest.Build(func(w *sdk.Writer) { w.Counter(upAlt, 5, "d9"); w.Counter(bytes, 7, "d9") })
+	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}, {Plugin: "b", Batches: b}}, merge.Options{})
+	if got := series(r, "x_up"); len(got) != 1 || got[0] != "d0" {
+		t.Fatalf("x_up = %v", got)
+	}
+	if len(series(r, "x_bytes_total")) != 1 {
+		t.Fatal("unrelated family of the conflicting plugin was lost")
+	}
+	k := merge.DropKey{"b", merge.ReasonConflict}
+	if r.Drops[k] != 1 || !strings.Contains(r.Causes[k], "plugin a") {
+		t.Fatalf("drops = %v causes = %v", r.Drops, r.Causes)
+	}
+}
+
+func TestInvalidNamesAndValues(t *testing.T) {
+	badName := sdk.NewDesc("9starts_with_digit", sdk.Gauge, "")
+	badLabel := sdk.NewDesc("x_ok", sdk.Gauge, "", "__reserved")
+	leLabel := sdk.NewDesc("x_hist", sdk.Histogram, "", "le")
+	a := batchtest.Build(func(w *sdk.Writer) {
+		w.Gauge(badName, 1)
+		w.Gauge(badLabel, 1, "v")
+		w.Histogram(leLabel, nil, nil, 1, 1, "x")
+		w.Gauge(up, 1, "bad\xffutf8")
+		w.Gauge(up, 1, strings.Repeat("x", 100))
+		w.Gauge(up, 1, "fine")
+	})
+	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}}, merge.Options{MaxLabelValueLen: 64})
+	if got := series(r, "x_up"); len(got) != 1 || got[0] != "fine" {
+		t.Fatalf("x_up = %v", got)
+	}
+	if len(r.Families) != 1 {
+		t.Fatalf("families = %d, want only x_up", len(r.Families))
+	}
+	if r.Drops[merge.DropKey{"a", merge.ReasonInvalidName}] != 3 || r.Drops[merge.DropKey{"a", merge.ReasonInvalidValue}] != 2 {
+		t.Fatalf("drops = %v", r.Drops)
+	}
+}
+
+func TestSeriesCapCountsHistogramSeries(t *testing.T) {
+	h := sdk.NewDesc("x_seconds", sdk.Histogram, "", "op")
+	a := batchtest.Build(func(w *sdk.Writer) {
+		w.Gauge(up, 1, "a")                                            // 1 series
+		w.Histogram(h, []float64{1, 2}, []uint64{1, 2}, 3, 1, "read")  // 5 series
+		w.Histogram(h, []float64{1, 2}, []uint64{1, 2}, 3, 1, "write") // would be 11
+		w.Gauge(up, 1, "b")                                            // 7
+	})
+	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a, MaxSeries: 7}}, merge.Options{})
+	if r.Series["a"] != 7 || r.Drops[merge.DropKey{"a", merge.ReasonSeriesLimit}] != 1 {
+		t.Fatalf("series %v drops %v", r.Series, r.Drops)
+	}
+}
+
+func TestAllowlistIsNotADrop(t *testing.T) {
+	a := batchtest.Build(func(w *sdk.Writer) { w.Gauge(up, 1, "a"); w.Counter(bytes, 1, "a") })
+	f, _ := metricfilter.New([]string{"x_bytes"}, nil)
+	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}}, merge.Options{Filter: f})
+	if len(r.Families) != 1 || r.Families[0].Name != "x_bytes_total" || len(r.Drops) != 0 {
+		t.Fatalf("families %v drops %v", r.Families, r.Drops)
+	}
+}
+
+func TestMalformedChunkDroppedOthersKept(t *testing.T) {
+	a := batchtest.Build(func(w *sdk.Writer) { w.Gauge(up, 1, "a"); w.Counter(bytes, 1, "a") })
+	a[0].Families[0].LabelValues = append(a[0].Families[0].LabelValues, 999) // garbage
+	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}}, merge.Options{})
+	if len(r.Families) != 1 || r.Families[0].Name != "x_bytes_total" || r.Drops[merge.DropKey{"a", merge.ReasonMalformed}] != 1 {
+		t.Fatalf("families %d drops %v", len(r.Families), r.Drops)
+	}
+	// empty string table is malformed, not a panic
+	bad := []*pluginv1.Batch{{Families: []*pluginv1.FamilyChunk{{}}}}
+	r = merge.Merge([]merge.Input{{Plugin: "z", Batches: bad}}, merge.Options{})
+	if r.Drops[merge.DropKey{"z", merge.ReasonMalformed}] != 1 {
+		t.Fatalf("drops %v", r.Drops)
+	}
+}
+
+func TestSortedFamilies(t *testing.T) {
+	r := merge.Merge([]merge.Input{{Plugin: "b", Batches: batchtest.Mix("b_", 100)}, {Plugin: "a", Batches: batchtest.Mix("a_", 100)}}, merge.Options{})
+	for i := 1; i < len(r.Families); i++ {
+		if r.Families[i-1].Name >= r.Families[i].Name {
+			t.Fatalf("families not sorted: %s before %s", r.Families[i-1].Name, r.Families[i].Name)
+		}
+	}
+}
+
+func BenchmarkMerge100k(b *testing.B) {
+	batches := batchtest.Mix("x_", 100000)
+	b.ReportAllocs()
+	for b.Loop() {
+		merge.Merge([]merge.Input{{Plugin: "a", Batches: batches}}, merge.Options{MaxLabelValueLen: 2048})
+	}
+}
