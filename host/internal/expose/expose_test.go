@@ -133,7 +133,6 @@ func TestProtobufRoundTrip(t *testing.T) {
 	}
 }
 
-
 // FuzzTextEquivalence feeds arbitrary label values, help texts and values
 // through both writers.
 func FuzzTextEquivalence(f *testing.F) {

@@ -1,0 +1,119 @@
+// Package config reads the host's optional YAML configuration file
+// (--config.file): per-plugin settings and operator overrides of plugin
+// manifests. Parsing is strict; errors name file, line and key.
+//
+//	plugins:
+//	  rdma:
+//	    enabled: true        # default true
+//	    timeout: 3s          # default --scrape.timeout
+//	    metric_prefix: ""    # prepended to every family name
+//	    max_series: 100000   # default --plugin.max-series
+//	    config:              # passed to the plugin's Configure as is
+//	      exclude_devices: [mlx5_3]
+//	    manifest:            # overrides plexporter-rdma.yaml field by field
+//	      limits: {memory: 128MiB}
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/plexporter/plexporter/host/internal/manifest"
+)
+
+// File is the configuration file.
+type File struct {
+	Plugins map[string]Plugin `yaml:"plugins"`
+}
+
+// Plugin holds one plugin's settings.
+type Plugin struct {
+	Enabled      *bool              `yaml:"enabled"`
+	Timeout      time.Duration      `yaml:"timeout"`
+	MetricPrefix string             `yaml:"metric_prefix"`
+	MaxSeries    int                `yaml:"max_series"`
+	Config       map[string]any     `yaml:"config"`
+	Manifest     *manifest.Manifest `yaml:"manifest"`
+}
+
+// IsEnabled reports whether the plugin should run (default true).
+func (p Plugin) IsEnabled() bool { return p.Enabled == nil || *p.Enabled }
+
+// Struct converts the plugin's config section for Configure.
+func (p Plugin) Struct() (*structpb.Struct, error) {
+	if p.Config == nil {
+		return nil, nil
+	}
+	return structpb.NewStruct(normalize(p.Config).(map[string]any))
+}
+
+// normalize turns YAML values into what structpb accepts (it wants
+// float64, not int, and no time values).
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalize(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalize(e)
+		}
+		return out
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	case time.Time:
+		return x.Format(time.RFC3339Nano)
+	default:
+		return x
+	}
+}
+
+// Load reads and validates the file at path. An empty path yields an empty File.
+func Load(path string) (*File, error) {
+	f := &File{}
+	if path == "" {
+		return f, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, manifest.YAMLError(path, err)
+	}
+	for name, p := range f.Plugins {
+		key := fmt.Sprintf("%s: plugins.%s", path, name)
+		if p.Timeout < 0 {
+			return nil, fmt.Errorf("%s.timeout: must be positive", key)
+		}
+		if p.MaxSeries < 0 {
+			return nil, fmt.Errorf("%s.max_series: must not be negative", key)
+		}
+		if p.Manifest != nil {
+			if err := p.Manifest.Validate(); err != nil {
+				return nil, fmt.Errorf("%s.manifest: %w", key, err)
+			}
+		}
+		if _, err := p.Struct(); err != nil {
+			return nil, fmt.Errorf("%s.config: %w", key, err)
+		}
+	}
+	return f, nil
+}

@@ -1,0 +1,68 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "plexporter.yml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoad(t *testing.T) {
+	f, err := Load(writeFile(t, `
+plugins:
+  rdma:
+    timeout: 3s
+    metric_prefix: crusoe_vm_
+    config:
+      exclude_devices: [mlx5_3]
+      qp_counters: true
+      depth: 3
+  nfs:
+    enabled: false
+    manifest:
+      limits: {memory: 32MiB}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.Plugins["rdma"]
+	if r.Timeout != 3*time.Second || r.MetricPrefix != "crusoe_vm_" || !r.IsEnabled() || f.Plugins["nfs"].IsEnabled() {
+		t.Fatalf("%+v", f)
+	}
+	s, err := r.Struct()
+	if err != nil || s.Fields["depth"].GetNumberValue() != 3 || s.Fields["exclude_devices"].GetListValue().Values[0].GetStringValue() != "mlx5_3" {
+		t.Fatalf("struct %v %v", s, err)
+	}
+	if f.Plugins["nfs"].Manifest.Limits.Memory != "32MiB" {
+		t.Fatal("manifest override lost")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	cases := map[string]string{
+		"plugins:\n  rdma:\n    timeuot: 3s\n":                   `plexporter.yml:3: unknown key "timeuot"`,
+		"plugins:\n  rdma:\n    timeout: soon\n":                 "plexporter.yml:3:",
+		"plugins:\n  rdma:\n    manifest: {capabilities: [x]}\n": "plugins.rdma.manifest: capabilities",
+		"plugin:\n  rdma: {}\n":                                  `unknown key "plugin"`,
+		"plugins:\n  rdma:\n    max_series: -1\n":                "plugins.rdma.max_series",
+	}
+	for in, want := range cases {
+		_, err := Load(writeFile(t, in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load(%q) = %v, want %q", in, err, want)
+		}
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "none.yml")); err == nil {
+		t.Error("missing explicit config file must be an error")
+	}
+}

@@ -1,0 +1,210 @@
+// Package manifest reads a plugin's sandbox manifest, plexporter-<name>.yaml,
+// shipped beside its binary. The manifest says what the plugin may do: the
+// identity it runs as, capabilities, paths, limits, environment, and an
+// optional checksum pin. Parsing is strict: unknown keys are errors that name
+// file and line, because a misspelt privilege must never be silently ignored.
+//
+// Operators override fields in the host configuration file
+// (plugins.<name>.manifest, same schema); see Merge.
+package manifest
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Manifest is the schema of plexporter-<name>.yaml. All keys are optional.
+type Manifest struct {
+	Description  string   `yaml:"description"`
+	User         string   `yaml:"user"`
+	Group        string   `yaml:"group"`
+	AllowRoot    bool     `yaml:"allow_root"`
+	Capabilities []string `yaml:"capabilities"`
+	Paths        Paths    `yaml:"paths"`
+	Limits       Limits   `yaml:"limits"`
+	Env          []string `yaml:"env"`
+	SHA256       string   `yaml:"sha256"`
+}
+
+// Paths the plugin may access (enforced with Landlock by the sandbox).
+type Paths struct {
+	ReadOnly  []string `yaml:"read_only"`
+	ReadWrite []string `yaml:"read_write"`
+	Devices   []string `yaml:"devices"`
+}
+
+// Limits on the plugin's resources.
+type Limits struct {
+	Memory string `yaml:"memory"` // e.g. 64MiB
+	Pids   int    `yaml:"pids"`
+	Nofile int    `yaml:"nofile"`
+}
+
+// Load reads the manifest at path. A missing file is not an error: it
+// yields the empty manifest (default identity, no privileges).
+func Load(path string) (*Manifest, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Manifest{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates a manifest; name is used in error messages.
+func Parse(name string, data []byte) (*Manifest, error) {
+	m := &Manifest{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(m); err != nil && !errors.Is(err, io.EOF) /* empty file */ {
+		return nil, YAMLError(name, err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return m, nil
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): (?:field (\S+) not found in type \S+|(.*))`)
+
+// YAMLError rewrites a yaml decoding error as "file:line: message" lines,
+// naming unknown keys plainly.
+func YAMLError(name string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		var msgs []string
+		for _, e := range te.Errors {
+			if m := yamlLine.FindStringSubmatch(e); m != nil {
+				if m[2] != "" {
+					msgs = append(msgs, fmt.Sprintf("%s:%s: unknown key %q", name, m[1], m[2]))
+				} else {
+					msgs = append(msgs, fmt.Sprintf("%s:%s: %s", name, m[1], m[3]))
+				}
+				continue
+			}
+			msgs = append(msgs, name+": "+e)
+		}
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("%s:%s: %s", name, m[1], m[3])
+	}
+	return fmt.Errorf("%s: %s", name, msg)
+}
+
+var capName = regexp.MustCompile(`^CAP_[A-Z_]+$`)
+
+// Validate checks values that YAML types cannot.
+func (m *Manifest) Validate() error {
+	for _, c := range m.Capabilities {
+		if !capName.MatchString(c) {
+			return fmt.Errorf("capabilities: %q is not a capability name like CAP_SYS_ADMIN", c)
+		}
+	}
+	for key, list := range map[string][]string{"paths.read_only": m.Paths.ReadOnly, "paths.read_write": m.Paths.ReadWrite, "paths.devices": m.Paths.Devices} {
+		for _, p := range list {
+			if !filepath.IsAbs(p) {
+				return fmt.Errorf("%s: %q must be an absolute path", key, p)
+			}
+		}
+	}
+	if m.SHA256 != "" {
+		if b, err := hex.DecodeString(m.SHA256); err != nil || len(b) != 32 {
+			return fmt.Errorf("sha256: %q is not 64 hex digits", m.SHA256)
+		}
+	}
+	if m.Limits.Memory != "" {
+		if _, err := ParseBytes(m.Limits.Memory); err != nil {
+			return fmt.Errorf("limits.memory: %w", err)
+		}
+	}
+	if m.Limits.Pids < 0 || m.Limits.Nofile < 0 {
+		return errors.New("limits: pids and nofile must not be negative")
+	}
+	for _, e := range m.Env {
+		if e == "" || strings.ContainsAny(e, "= ") {
+			return fmt.Errorf("env: %q is not a variable name", e)
+		}
+	}
+	return nil
+}
+
+// ParseBytes parses sizes like 64MiB, 1GiB, 512KiB or a plain byte count.
+func ParseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}, {"", 1}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+			if err != nil || n <= 0 {
+				return 0, fmt.Errorf("%q is not a size like 64MiB", s)
+			}
+			return n * u.mult, nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not a size like 64MiB", s)
+}
+
+// Merge returns m with every field the override sets replaced.
+func Merge(m, override *Manifest) *Manifest {
+	if override == nil {
+		return m
+	}
+	out := *m
+	if override.Description != "" {
+		out.Description = override.Description
+	}
+	if override.User != "" {
+		out.User = override.User
+	}
+	if override.Group != "" {
+		out.Group = override.Group
+	}
+	if override.AllowRoot {
+		out.AllowRoot = true
+	}
+	if override.Capabilities != nil {
+		out.Capabilities = override.Capabilities
+	}
+	if override.Paths.ReadOnly != nil {
+		out.Paths.ReadOnly = override.Paths.ReadOnly
+	}
+	if override.Paths.ReadWrite != nil {
+		out.Paths.ReadWrite = override.Paths.ReadWrite
+	}
+	if override.Paths.Devices != nil {
+		out.Paths.Devices = override.Paths.Devices
+	}
+	if override.Limits.Memory != "" {
+		out.Limits.Memory = override.Limits.Memory
+	}
+	if override.Limits.Pids != 0 {
+		out.Limits.Pids = override.Limits.Pids
+	}
+	if override.Limits.Nofile != 0 {
+		out.Limits.Nofile = override.Limits.Nofile
+	}
+	if override.Env != nil {
+		out.Env = override.Env
+	}
+	if override.SHA256 != "" {
+		out.SHA256 = override.SHA256
+	}
+	return &out
+}
