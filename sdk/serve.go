@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"os"
+	"os/signal"
 	"strconv"
 	"syscall"
 
@@ -40,9 +41,17 @@ func Serve(p Plugin) {
 }
 
 // watchLifeline exits the plugin, with every process it started, once the
-// host's end of the lifeline pipe closes. Pdeathsig alone is not enough: it
+// host's end of the lifeline pipe closes or SIGTERM arrives (the host sets it
+// as the plugin's parent-death signal). Pdeathsig alone is not enough: it
 // fires when the parent *thread* exits, and Go retires threads at will.
 func watchLifeline() {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	go func() {
+		<-term
+		logger.Warn("terminated; exiting")
+		exitGroup()
+	}()
 	fdText := os.Getenv(transport.LifelineEnv)
 	if fdText == "" {
 		return
@@ -61,11 +70,15 @@ func watchLifeline() {
 			}
 		}
 		logger.Warn("host went away; exiting")
-		// The host starts us as a process group leader: take the group down
-		// so children we spawned do not outlive us either.
-		if syscall.Getpgrp() == os.Getpid() {
-			_ = syscall.Kill(-os.Getpid(), syscall.SIGKILL)
-		}
-		os.Exit(1)
+		exitGroup()
 	}()
+}
+
+// exitGroup ends the plugin. The host starts plugins as process group
+// leaders: take the group down so children we spawned do not outlive us.
+func exitGroup() {
+	if syscall.Getpgrp() == os.Getpid() {
+		_ = syscall.Kill(-os.Getpid(), syscall.SIGKILL)
+	}
+	os.Exit(1)
 }

@@ -40,6 +40,9 @@ type Options struct {
 	Filter *metricfilter.Filter
 	// MaxLabelValueLen drops samples with a longer label value (0: no limit).
 	MaxLabelValueLen int
+	// ReservedPrefixes are family-name prefixes only the host may use (its
+	// self-metrics); plugin families with them are dropped as conflicts.
+	ReservedPrefixes []string
 }
 
 // Family is one merged metric family.
@@ -172,6 +175,12 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 	if err := checkNames(b, c); err != nil {
 		m.drop(in.Plugin, ReasonInvalidName, n, err.Error())
 		return series
+	}
+	for _, p := range m.opts.ReservedPrefixes {
+		if strings.HasPrefix(name, p) {
+			m.drop(in.Plugin, ReasonConflict, n, fmt.Sprintf("family %s: prefix %s is reserved for the host's own metrics", name, p))
+			return series
+		}
 	}
 	f := m.byName[name]
 	if f == nil {
@@ -333,4 +342,21 @@ func labelString(names []string, b *pluginv1.Batch, lv []uint32) string {
 	}
 	s.WriteByte('}')
 	return s.String()
+}
+
+// Concat joins two merged family lists with disjoint names, keeping the order.
+func Concat(a, b []*Family) []*Family {
+	out := make([]*Family, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if a[i].Name < b[j].Name {
+			out = append(out, a[i])
+			i++
+		} else {
+			out = append(out, b[j])
+			j++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
 }

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/plexporter/plexporter/host/internal/fleet"
+	"github.com/plexporter/plexporter/host/internal/merge"
+	"github.com/plexporter/plexporter/sdk/metricfilter"
+)
+
+// startAll starts every discovered plugin and waits for its first start.
+func startAll(fl *fleet.Fleet) error {
+	if err := fl.Reconcile(); err != nil {
+		return err
+	}
+	for _, s := range fl.Supervisors() {
+		<-s.FirstAttempt()
+	}
+	return nil
+}
+
+// listPlugins implements `plexporter plugins`.
+func listPlugins(fl *fleet.Fleet, filter *metricfilter.Filter, maxLabelLen int, log *slog.Logger) int {
+	if err := startAll(fl); err != nil {
+		fmt.Fprintln(os.Stderr, "plexporter:", err)
+		return 1
+	}
+	defer fl.StopAll()
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tSTATE\tSERIES\tPATH\tLAST ERROR")
+	for _, s := range fl.Supervisors() {
+		st := s.Status()
+		series := "-"
+		if st.Up {
+			c := s.Collect(context.Background())
+			res := merge.Merge([]merge.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: s.Settings().MaxSeries}}, merge.Options{Filter: filter, MaxLabelValueLen: maxLabelLen})
+			series = fmt.Sprint(res.Series[st.Name])
+			if c.Err != nil {
+				st.LastError = "collect: " + c.Err.Error()
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, st.Info.GetVersion(), st.State, series, st.Path, oneLine(st.LastError))
+	}
+	for _, r := range fl.Refused() {
+		fmt.Fprintf(tw, "%s\t-\trefused\t-\t%s\t%s\n", r.Plugin.Name, r.Plugin.Path, oneLine(r.Reason))
+	}
+	tw.Flush()
+	return 0
+}
+
+// listMetrics implements `plexporter metrics`.
+func listMetrics(fl *fleet.Fleet, markdown bool) int {
+	if err := startAll(fl); err != nil {
+		fmt.Fprintln(os.Stderr, "plexporter:", err)
+		return 1
+	}
+	defer fl.StopAll()
+	if markdown {
+		fmt.Println("| plugin | metric | type | labels | help |")
+		fmt.Println("|---|---|---|---|---|")
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	for _, s := range fl.Supervisors() {
+		st := s.Status()
+		for _, m := range st.Info.GetMetrics() {
+			typ := strings.ToLower(strings.TrimPrefix(m.GetType().String(), "METRIC_TYPE_"))
+			labels := strings.Join(m.GetLabelNames(), ",")
+			if markdown {
+				fmt.Printf("| %s | `%s` | %s | %s | %s |\n", st.Name, m.GetName(), typ, labels, strings.ReplaceAll(m.GetHelp(), "|", `\|`))
+			} else {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t{%s}\t%s\n", st.Name, m.GetName(), typ, labels, m.GetHelp())
+			}
+		}
+	}
+	tw.Flush()
+	return 0
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

@@ -1,0 +1,563 @@
+package main
+
+// End-to-end tests: the real plexporter binary, real plugin processes over
+// real gRPC, scraped over HTTP.
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/plexporter/plexporter/sdk/sdktest"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "plexporter-e2e")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	for pkg, out := range map[string]string{".": "plexporter", "./internal/testplugins/chaos": "chaos"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), pkg)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			panic("build " + pkg + ": " + err.Error())
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type host struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	url     string
+	dir     string // plugin directory
+	cfgPath string
+	logs    *bytes.Buffer
+}
+
+// install puts the chaos plugin into the plugin dir as plexporter-<name>.
+func (h *host) install(name string) {
+	h.t.Helper()
+	if err := os.Symlink(filepath.Join(binDir, "chaos"), filepath.Join(h.dir, "plexporter-"+name)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startHost runs plexporter with the given chaos plugins and config (YAML
+// text of the plugins: section) and waits for /ready.
+func startHost(t *testing.T, plugins []string, pluginsYAML string, extraArgs ...string) *host {
+	t.Helper()
+	h := &host{t: t, dir: t.TempDir(), logs: &bytes.Buffer{}}
+	for _, p := range plugins {
+		h.install(p)
+	}
+	h.cfgPath = filepath.Join(t.TempDir(), "plexporter.yml")
+	h.writeConfig(pluginsYAML)
+	addr := freePort(t)
+	h.url = "http://" + addr
+	args := append([]string{"--plugin.dir=" + h.dir, "--config.file=" + h.cfgPath, "--web.listen-address=" + addr, "--log.level=debug"}, extraArgs...)
+	h.cmd = exec.Command(filepath.Join(binDir, "plexporter"), args...)
+	h.cmd.Stdout, h.cmd.Stderr = h.logs, h.logs
+	h.cmd.Env = os.Environ()
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.cmd.Process.Signal(syscall.SIGTERM)
+		h.cmd.Wait()
+		if t.Failed() {
+			t.Logf("host log:\n%s", h.logs.String())
+		}
+	})
+	h.waitFor(10*time.Second, "ready", func() bool {
+		resp, err := http.Get(h.url + "/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return h
+}
+
+func (h *host) writeConfig(pluginsYAML string) {
+	h.t.Helper()
+	body := "plugins:\n" + pluginsYAML
+	if strings.TrimSpace(pluginsYAML) == "" {
+		body = ""
+	}
+	if err := os.WriteFile(h.cfgPath, []byte(body), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *host) waitFor(d time.Duration, what string, ok func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if ok() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h.t.Fatalf("timed out after %v waiting for %s", d, what)
+}
+
+// scrape fetches /metrics as text and parses it.
+func (h *host) scrape(query string) (string, map[string]*dto.MetricFamily) {
+	h.t.Helper()
+	resp, err := http.Get(h.url + "/metrics" + query)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		h.t.Fatalf("scrape status %d: %s", resp.StatusCode, body)
+	}
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		h.t.Fatalf("parse scrape: %v", err)
+	}
+	return string(body), mfs
+}
+
+// value returns the value of the series of family with the given labels, or -1.
+func value(mfs map[string]*dto.MetricFamily, family string, labels ...string) float64 {
+	for _, m := range mfs[family].GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			if got[labels[i]] != labels[i+1] {
+				match = false
+			}
+		}
+		if match {
+			switch {
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue()
+			case m.Counter != nil:
+				return m.GetCounter().GetValue()
+			case m.Untyped != nil:
+				return m.GetUntyped().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+func count(mfs map[string]*dto.MetricFamily, family, label, val string) int {
+	n := 0
+	for _, m := range mfs[family].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == val {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func readPIDs(t *testing.T, path string) (int, int) {
+	t.Helper()
+	var pid, child int
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			if _, err := fmt.Sscan(string(b), &pid, &child); err == nil {
+				return pid, child
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid file %s", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	// A zombie still answers kill 0; read its state.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || !strings.HasPrefix(s[i+1:], " Z")
+}
+
+func TestMergedScrapeAndPromtool(t *testing.T) {
+	h := startHost(t, []string{"alpha", "beta"}, `
+  alpha: {config: {series: 3, histograms: 2, shared_family: true}}
+  beta:  {config: {series: 2, shared_family: true}, metric_prefix: "pre_"}
+`)
+	text, mfs := h.scrape("")
+	if count(mfs, "chaos_value", "plugin", "alpha") != 3 || count(mfs, "pre_chaos_value", "plugin", "beta") != 2 {
+		t.Fatalf("plugin series missing:\n%s", text)
+	}
+	if len(mfs["chaos_value_seconds"].GetMetric()) != 2 {
+		t.Fatal("histograms missing")
+	}
+	// one family, shared by both plugins with identical metadata
+	if count(mfs, "chaos_shared", "plugin", "alpha") != 1 || count(mfs, "chaos_shared", "plugin", "beta") != 0 {
+		// beta's prefix makes its family pre_chaos_shared
+		t.Fatalf("shared family wrong:\n%s", text)
+	}
+	for _, p := range []string{"alpha", "beta"} {
+		if value(mfs, "plexporter_plugin_up", "plugin", p) != 1 || value(mfs, "plexporter_plugin_scrape_success", "plugin", p) != 1 {
+			t.Fatalf("self-metrics for %s wrong:\n%s", p, text)
+		}
+	}
+	if value(mfs, "plexporter_plugin_series", "plugin", "alpha") != 3+2*13+1 {
+		t.Fatalf("alpha series = %v", value(mfs, "plexporter_plugin_series", "plugin", "alpha"))
+	}
+	if _, ok := mfs["plexporter_build_info"]; !ok {
+		t.Fatal("no build info")
+	}
+	sdktest.Promtool(t, text)
+
+	// collect[] and exclude[]
+	_, only := h.scrape("?collect[]=alpha")
+	if count(only, "pre_chaos_value", "plugin", "beta") != 0 || count(only, "chaos_value", "plugin", "alpha") != 3 {
+		t.Fatal("collect[] not applied")
+	}
+	_, excl := h.scrape("?exclude[]=alpha")
+	if count(excl, "chaos_value", "plugin", "alpha") != 0 || count(excl, "pre_chaos_value", "plugin", "beta") != 2 {
+		t.Fatal("exclude[] not applied")
+	}
+}
+
+func TestFormatsAndGzip(t *testing.T) {
+	h := startHost(t, []string{"alpha"}, "  alpha: {config: {series: 5}}\n")
+	for accept, want := range map[string]string{
+		"application/openmetrics-text;version=1.0.0": "application/openmetrics-text",
+		"text/plain;version=0.0.4":                   "text/plain",
+		"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited": "application/vnd.google.protobuf",
+	} {
+		req, _ := http.NewRequest("GET", h.url+"/metrics", nil)
+		req.Header.Set("Accept", accept)
+		req.Header.Set("Accept-Encoding", "gzip")
+		tr := &http.Transport{DisableCompression: true}
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, want) || resp.Header.Get("Content-Encoding") != "gzip" {
+			t.Fatalf("Accept %s: Content-Type %q Content-Encoding %q", accept, ct, resp.Header.Get("Content-Encoding"))
+		}
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(zr)
+		resp.Body.Close()
+		if err != nil || len(body) == 0 {
+			t.Fatalf("gzip body: %v", err)
+		}
+		if strings.HasPrefix(want, "application/openmetrics") && !bytes.HasSuffix(body, []byte("# EOF\n")) {
+			t.Fatal("OpenMetrics body without # EOF")
+		}
+	}
+}
+
+func TestGarbagePluginIsGuarded(t *testing.T) {
+	h := startHost(t, []string{"good", "junk"}, `
+  good: {config: {series: 2, shared_family: true}}
+  junk: {config: {series: 2, duplicates: 2, invalid_names: true, type_conflict: true, huge_labels: true}}
+`)
+	text, mfs := h.scrape("")
+	if count(mfs, "chaos_value", "plugin", "good") != 2 || count(mfs, "chaos_value", "plugin", "junk") != 2 {
+		t.Fatalf("good series lost:\n%s", text)
+	}
+	for reason, want := range map[string]float64{"duplicate": 2, "invalid_name": 2, "conflict": 1, "invalid_label_value": 1} {
+		if got := value(mfs, "plexporter_dropped_series_total", "plugin", "junk", "reason", reason); got != want {
+			t.Errorf("dropped{junk,%s} = %v, want %v", reason, got, want)
+		}
+	}
+	if strings.Contains(text, "chaos-bad-name") || strings.Contains(text, "xxxxxxxxxxxxxxxx") {
+		t.Fatal("garbage reached the exposition")
+	}
+	sdktest.Promtool(t, text)
+	if !strings.Contains(h.logs.String(), "dropping series") {
+		t.Fatal("drops not logged")
+	}
+}
+
+func TestSeriesCap(t *testing.T) {
+	h := startHost(t, []string{"big"}, "  big: {config: {series: 50}, max_series: 20}\n")
+	_, mfs := h.scrape("")
+	if n := count(mfs, "chaos_value", "plugin", "big"); n != 20 {
+		t.Fatalf("exposed %d series, want 20", n)
+	}
+	if got := value(mfs, "plexporter_dropped_series_total", "plugin", "big", "reason", "series_limit"); got != 30 {
+		t.Fatalf("series_limit drops = %v", got)
+	}
+}
+
+func TestHungPluginDoesNotHoldTheScrape(t *testing.T) {
+	h := startHost(t, []string{"fast", "hung"}, `
+  fast: {config: {series: 1}}
+  hung: {config: {series: 1, sleep: 60s, ignore_deadline: true}, timeout: 1s}
+`)
+	start := time.Now()
+	_, mfs := h.scrape("")
+	took := time.Since(start)
+	t.Logf("scrape with a hung plugin took %v (plugin timeout 1s)", took)
+	if took > 1300*time.Millisecond {
+		t.Fatalf("scrape took %v; the hung plugin's timeout is 1s", took)
+	}
+	if count(mfs, "chaos_value", "plugin", "fast") != 1 || value(mfs, "plexporter_plugin_scrape_success", "plugin", "hung") != 0 {
+		t.Fatal("fast plugin lost or hung plugin not marked failed")
+	}
+}
+
+func TestPanicAndExitMidStream(t *testing.T) {
+	h := startHost(t, []string{"fine", "panicky", "quitter"}, `
+  fine: {config: {series: 1}}
+  panicky: {config: {panic: true}}
+  quitter: {config: {series: 9000, exit_mid_stream: true}}
+`)
+	text, mfs := h.scrape("")
+	if count(mfs, "chaos_value", "plugin", "fine") != 1 {
+		t.Fatalf("fine plugin lost:\n%s", text)
+	}
+	if value(mfs, "plexporter_plugin_collect_errors_total", "plugin", "panicky", "collector", "panic") != 1 {
+		t.Fatalf("panic not counted:\n%s", text)
+	}
+	// the panicking plugin stays up; the quitter's process is gone
+	_, mfs = h.scrape("")
+	if value(mfs, "plexporter_plugin_up", "plugin", "panicky") != 1 {
+		t.Fatal("plugin went down after a panic")
+	}
+	if value(mfs, "plexporter_plugin_scrape_success", "plugin", "quitter") != 0 {
+		t.Fatal("exit mid-stream not reported as failure")
+	}
+}
+
+func TestKill9PluginMidScrape(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "victim.pid")
+	h := startHost(t, []string{"other", "victim"}, fmt.Sprintf(`
+  other: {config: {series: 2}}
+  victim: {config: {series: 2, sleep: 2s, pid_file: %q}}
+`, pidFile))
+	pid, _ := readPIDs(t, pidFile)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}()
+	text, mfs := h.scrape("")
+	if count(mfs, "chaos_value", "plugin", "other") != 2 || count(mfs, "chaos_value", "plugin", "victim") != 0 {
+		t.Fatalf("scrape during kill:\n%s", text)
+	}
+	if value(mfs, "plexporter_plugin_scrape_success", "plugin", "victim") != 0 {
+		t.Fatal("victim not marked failed")
+	}
+	_, mfs = h.scrape("?exclude[]=victim")
+	if value(mfs, "plexporter_plugin_up", "plugin", "victim") != 0 {
+		t.Fatal("plexporter_plugin_up{plugin=victim} should be 0 right after the kill")
+	}
+	killed := time.Now()
+	h.waitFor(2*time.Second, "victim back", func() bool {
+		_, mfs := h.scrape("?exclude[]=victim")
+		return value(mfs, "plexporter_plugin_up", "plugin", "victim") == 1
+	})
+	t.Logf("victim back after %v", time.Since(killed))
+	_, mfs = h.scrape("?exclude[]=victim")
+	if value(mfs, "plexporter_plugin_restarts_total", "plugin", "victim") != 1 {
+		t.Fatal("restart not counted")
+	}
+}
+
+func TestHotAddRemoveReplace(t *testing.T) {
+	h := startHost(t, []string{"first"}, "")
+	has := func(name string) bool {
+		_, mfs := h.scrape("")
+		return value(mfs, "plexporter_plugin_up", "plugin", name) == 1
+	}
+	h.install("second")
+	h.waitFor(5*time.Second, "second plugin started", func() bool { return has("second") })
+
+	os.Remove(filepath.Join(h.dir, "plexporter-first"))
+	h.waitFor(5*time.Second, "first plugin stopped", func() bool {
+		_, mfs := h.scrape("")
+		return value(mfs, "plexporter_plugin_up", "plugin", "first") == -1
+	})
+
+	// replace second's binary with a copy: new identity, so it restarts
+	_, mfs := h.scrape("")
+	before := pluginInfoPID(t, h, "second")
+	data, _ := os.ReadFile(filepath.Join(binDir, "chaos"))
+	tmp := filepath.Join(h.dir, ".new")
+	os.WriteFile(tmp, append(data, 0), 0o755) // one byte more: another sha256
+	os.Rename(tmp, filepath.Join(h.dir, "plexporter-second"))
+	h.waitFor(5*time.Second, "second restarted", func() bool {
+		return has("second") && pluginInfoPID(t, h, "second") != before
+	})
+	_ = mfs
+
+	// SIGHUP rereads the config file: a config change restarts the plugin
+	h.writeConfig("  second: {config: {series: 4}}\n")
+	h.cmd.Process.Signal(syscall.SIGHUP)
+	h.waitFor(5*time.Second, "second reconfigured", func() bool {
+		_, mfs := h.scrape("")
+		return count(mfs, "chaos_value", "plugin", "second") == 4
+	})
+}
+
+// pluginInfoPID identifies a plugin build by the sha256 label of plexporter_plugin_info.
+func pluginInfoPID(t *testing.T, h *host, name string) string {
+	_, mfs := h.scrape("")
+	for _, m := range mfs["plexporter_plugin_info"].GetMetric() {
+		var plugin, sum string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "plugin":
+				plugin = l.GetValue()
+			case "sha256":
+				sum = l.GetValue()
+			}
+		}
+		if plugin == name {
+			return sum
+		}
+	}
+	return ""
+}
+
+func TestHostSIGKILLLeavesNoProcessBehind(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "p.pid")
+	h := startHost(t, []string{"parent"}, fmt.Sprintf("  parent: {config: {spawn_child: true, pid_file: %q}}\n", pidFile))
+	pid, child := readPIDs(t, pidFile)
+	if !alive(pid) || !alive(child) {
+		t.Fatal("plugin or its child not running")
+	}
+	h.cmd.Process.Kill()
+	h.cmd.Wait()
+	h.waitFor(3*time.Second, "plugin and its child gone", func() bool { return !alive(pid) && !alive(child) })
+}
+
+func TestAllowlistFromEnvironment(t *testing.T) {
+	t.Setenv("PLEXPORTER_ENABLED_METRICS", "chaos_value_seconds,plexporter_plugin_up,nomatch_*")
+	h := startHost(t, []string{"alpha"}, "  alpha: {config: {series: 2, histograms: 1}}\n")
+	_, mfs := h.scrape("")
+	if _, ok := mfs["chaos_value"]; ok {
+		t.Fatal("chaos_value is not enabled")
+	}
+	if len(mfs["chaos_value_seconds"].GetMetric()) != 1 || len(mfs["plexporter_plugin_up"].GetMetric()) != 1 || len(mfs) != 2 {
+		t.Fatalf("families = %v", keys(mfs))
+	}
+	h.waitFor(3*time.Second, "unmatched warning", func() bool {
+		return strings.Contains(h.logs.String(), "nomatch_*")
+	})
+}
+
+func keys(m map[string]*dto.MetricFamily) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestConfigErrorsAreClear(t *testing.T) {
+	run := func(env []string, args ...string) string {
+		cmd := exec.Command(filepath.Join(binDir, "plexporter"), args...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("%v %v: want failure, got:\n%s", env, args, out)
+		}
+		return string(out)
+	}
+	if out := run([]string{"PLEXPORTER_WEB_SYSTEMD_SOCKET=maybe"}, "--plugin.dir=/nonexistent"); !strings.Contains(out, "PLEXPORTER_WEB_SYSTEMD_SOCKET") {
+		t.Errorf("bad boolean env: %s", out)
+	}
+	cfg := filepath.Join(t.TempDir(), "c.yml")
+	os.WriteFile(cfg, []byte("plugins:\n  x:\n    timout: 1s\n"), 0o644)
+	if out := run(nil, "--plugin.dir=/nonexistent", "--config.file="+cfg, "--web.listen-address=127.0.0.1:0"); !strings.Contains(out, "c.yml:3") || !strings.Contains(out, "timout") {
+		t.Errorf("bad config file: %s", out)
+	}
+	if out := run([]string{"PLEXPORTER_ENABLED_METRICS=a[b"}, "--plugin.dir=/nonexistent"); !strings.Contains(out, "a[b") {
+		t.Errorf("bad pattern: %s", out)
+	}
+}
+
+func TestBooleanEnvWords(t *testing.T) {
+	for _, v := range []string{"yes", "ON", "enable", "1", "No", "off", "DISABLE", "0"} {
+		cmd := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir=/nonexistent", "metrics")
+		cmd.Env = append(os.Environ(), "PLEXPORTER_WEB_SYSTEMD_SOCKET="+v)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", v, err, out)
+		}
+	}
+}
+
+func TestPluginsAndMetricsCommands(t *testing.T) {
+	dir := t.TempDir()
+	os.Symlink(filepath.Join(binDir, "chaos"), filepath.Join(dir, "plexporter-alpha"))
+	os.WriteFile(filepath.Join(dir, "plexporter-broken.yaml"), []byte("capabilties: []\n"), 0o644)
+	os.Symlink(filepath.Join(binDir, "chaos"), filepath.Join(dir, "plexporter-broken"))
+	out, err := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+dir, "plugins").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	var alpha, broken string
+	for sc.Scan() {
+		switch f := strings.Fields(sc.Text()); {
+		case len(f) > 0 && f[0] == "alpha":
+			alpha = sc.Text()
+		case len(f) > 0 && f[0] == "broken":
+			broken = sc.Text()
+		}
+	}
+	if !strings.Contains(alpha, "0.0.1-test") || !strings.Contains(alpha, "running") {
+		t.Errorf("alpha line: %q\n%s", alpha, out)
+	}
+	if !strings.Contains(broken, "refused") || !strings.Contains(broken, `unknown key "capabilties"`) {
+		t.Errorf("broken line: %q\n%s", broken, out)
+	}
+	out, err = exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+dir, "metrics", "--markdown").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "| alpha | `chaos_shared` | gauge | plugin |") {
+		t.Fatalf("metrics --markdown: %v\n%s", err, out)
+	}
+	_ = strconv.Itoa
+}

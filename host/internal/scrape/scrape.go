@@ -1,0 +1,144 @@
+// Package scrape answers one /metrics request: it fans Collect out to every
+// running plugin in parallel, merges their batches through the guard, and
+// adds the host's self-metrics (which describe this very scrape).
+package scrape
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+
+	"github.com/plexporter/plexporter/host/internal/fleet"
+	"github.com/plexporter/plexporter/host/internal/merge"
+	"github.com/plexporter/plexporter/host/internal/supervise"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/metricfilter"
+)
+
+// hostPrefixes are reserved for the host's own families.
+var hostPrefixes = []string{"plexporter_", "go_", "process_"}
+
+// Scraper serves scrapes.
+type Scraper struct {
+	fleet  *fleet.Fleet
+	filter *metricfilter.Filter
+	opts   merge.Options
+	log    *slog.Logger
+	self   *selfMetrics
+	reg    *prometheus.Registry
+
+	mu     sync.Mutex
+	logged map[string]bool // drop and error causes already logged
+}
+
+// New returns a Scraper. filter is the host allowlist/denylist, applied to
+// plugin and host families alike.
+func New(f *fleet.Fleet, filter *metricfilter.Filter, maxLabelValueLen int, log *slog.Logger) *Scraper {
+	s := &Scraper{
+		fleet:  f,
+		filter: filter,
+		opts:   merge.Options{Filter: filter, MaxLabelValueLen: maxLabelValueLen, ReservedPrefixes: hostPrefixes},
+		log:    log,
+		self:   newSelfMetrics(),
+		reg:    prometheus.NewRegistry(),
+		logged: map[string]bool{},
+	}
+	s.reg.MustRegister(
+		versioncollector.NewCollector("plexporter"),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		s.self,
+	)
+	return s
+}
+
+// Selection limits a scrape to some plugins (collect[] and exclude[]).
+type Selection struct {
+	Include, Exclude map[string]bool
+}
+
+func (sel Selection) wants(name string) bool {
+	if len(sel.Include) > 0 && !sel.Include[name] {
+		return false
+	}
+	return !sel.Exclude[name]
+}
+
+// Scrape collects from the selected plugins and returns the merged families.
+func (s *Scraper) Scrape(ctx context.Context, sel Selection) []*merge.Family {
+	sups := s.fleet.Supervisors()
+	var picked []*supervise.Supervisor
+	for _, sup := range sups {
+		if sel.wants(sup.Plugin().Name) {
+			picked = append(picked, sup)
+		}
+	}
+	results := make([]*supervise.Collection, len(picked))
+	var wg sync.WaitGroup
+	for i, sup := range picked {
+		wg.Go(func() { results[i] = sup.Collect(ctx) })
+	}
+	wg.Wait()
+
+	inputs := make([]merge.Input, len(picked))
+	for i, sup := range picked {
+		inputs[i] = merge.Input{Plugin: sup.Plugin().Name, Batches: results[i].Batches, MaxSeries: sup.Settings().MaxSeries}
+	}
+	res := merge.Merge(inputs, s.opts)
+	s.logOnce(picked, results, res)
+
+	s.self.observe(sups, s.fleet.Refused(), picked, results, res)
+	return merge.Concat(s.hostFamilies(), res.Families)
+}
+
+// hostFamilies gathers the self-metrics through the same writer and guard
+// as plugin samples.
+func (s *Scraper) hostFamilies() []*merge.Family {
+	mfs, err := s.reg.Gather()
+	if err != nil {
+		s.log.Warn("self-metrics gather", "err", err)
+	}
+	var batches []*pluginv1.Batch
+	w := sdk.NewWriter(nil, "", func(r *pluginv1.CollectResponse) error {
+		if r.Batch != nil {
+			batches = append(batches, r.Batch)
+		}
+		return nil
+	})
+	w.WriteFamilies(mfs)
+	_ = w.Flush()
+	opts := s.opts
+	opts.ReservedPrefixes = nil
+	return merge.Merge([]merge.Input{{Plugin: "plexporter", Batches: batches}}, opts).Families
+}
+
+// logOnce logs each distinct drop cause and plugin error once per process.
+func (s *Scraper) logOnce(picked []*supervise.Supervisor, results []*supervise.Collection, res *merge.Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, cause := range res.Causes {
+		key := k.Plugin + "\x00" + k.Reason + "\x00" + cause
+		if !s.logged[key] {
+			s.logged[key] = true
+			s.log.Warn("dropping series (logged once per cause)", "plugin", k.Plugin, "reason", k.Reason, "example", cause)
+		}
+	}
+	for i, r := range results {
+		name := picked[i].Plugin().Name
+		for _, e := range r.Errors {
+			key := name + "\x00" + e.Collector + "\x00" + e.Message
+			if !s.logged[key] {
+				s.logged[key] = true
+				s.log.Warn("plugin reported a partial error (logged once)", "plugin", name, "collector", e.Collector, "err", e.Message)
+			}
+		}
+		if r.Err != nil {
+			s.log.Debug("plugin collect failed", "plugin", name, "err", r.Err, "duration", r.Duration)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+// Command chaos is a test-only plugin (never shipped) that misbehaves on
+// request, to prove the host survives it. Its behaviour comes from its
+// config section in the host's config file; the plugin's name is taken from
+// its file name, so one binary can be installed under several names.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plexporter/plexporter/sdk"
+)
+
+type config struct {
+	Family        string `json:"family"`          // family of the normal series (default chaos_value)
+	Series        int    `json:"series"`          // normal gauge series
+	Histograms    int    `json:"histograms"`      // 10-bucket histogram series
+	Duplicates    int    `json:"duplicates"`      // series repeated
+	InvalidNames  bool   `json:"invalid_names"`   // a family with an invalid name and one with a bad label name
+	TypeConflict  bool   `json:"type_conflict"`   // emit shared_family as a counter (others emit a gauge)
+	SharedFamily  bool   `json:"shared_family"`   // emit shared_family as a gauge
+	HugeLabels    bool   `json:"huge_labels"`     // a 1 MiB label value
+	Sleep         string `json:"sleep"`           // sleep this long in Collect (honouring the deadline)
+	IgnoreCtx     bool   `json:"ignore_deadline"` // sleep without looking at the deadline
+	Panic         bool   `json:"panic"`           // panic in Collect
+	ExitMidStream bool   `json:"exit_mid_stream"` // exit the process after the first batch
+	SpawnChild    bool   `json:"spawn_child"`     // start a child that ignores SIGTERM
+	PIDFile       string `json:"pid_file"`        // write "pid childpid" here at Configure
+}
+
+type chaos struct {
+	name string
+	cfg  config
+	desc *sdk.Desc
+	hist *sdk.Desc
+}
+
+var (
+	shared       = sdk.NewDesc("chaos_shared", sdk.Gauge, "Shared by several plugins.", "plugin")
+	sharedWrong  = sdk.NewDesc("chaos_shared", sdk.Counter, "Shared by several plugins.", "plugin")
+	badName      = sdk.NewDesc("chaos-bad-name", sdk.Gauge, "Invalid name.")
+	badLabel     = sdk.NewDesc("chaos_bad_label", sdk.Gauge, "Invalid label name.", "bad-label")
+	huge         = sdk.NewDesc("chaos_huge_label", sdk.Gauge, "A huge label value.", "v")
+	hugeValue    = strings.Repeat("x", 1<<20)
+	histBounds   = []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1}
+	histCumulate = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+)
+
+func (c *chaos) Info() sdk.Info {
+	return sdk.Info{Name: c.name, Version: "0.0.1-test", Metrics: []*sdk.Desc{shared}}
+}
+
+func (c *chaos) Configure(_ context.Context, cfg sdk.Config) error {
+	if err := cfg.Decode(&c.cfg); err != nil {
+		return err
+	}
+	fam := c.cfg.Family
+	if fam == "" {
+		fam = "chaos_value"
+	}
+	c.desc = sdk.NewDesc(fam, sdk.Gauge, "Test series.", "plugin", "i")
+	c.hist = sdk.NewDesc(fam+"_seconds", sdk.Histogram, "Test histogram.", "plugin", "i")
+	child := 0
+	if c.cfg.SpawnChild {
+		// A shell that ignores SIGTERM and sleeps forever: only a group kill ends it.
+		cmd := exec.Command("/bin/sh", "-c", "trap '' TERM; while :; do sleep 1; done")
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		child = cmd.Process.Pid
+	}
+	if c.cfg.PIDFile != "" {
+		if err := os.WriteFile(c.cfg.PIDFile, []byte(fmt.Sprintf("%d %d\n", os.Getpid(), child)), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *chaos) Collect(ctx context.Context, w *sdk.Writer) error {
+	if c.cfg.Sleep != "" {
+		d, err := time.ParseDuration(c.cfg.Sleep)
+		if err != nil {
+			return err
+		}
+		if c.cfg.IgnoreCtx {
+			time.Sleep(d)
+		} else {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	if c.cfg.Panic {
+		panic("chaos: asked to panic")
+	}
+	for i := range c.cfg.Series {
+		w.Gauge(c.desc, float64(i), c.name, fmt.Sprint(i))
+		if c.cfg.ExitMidStream && i == sdk.DefaultBatchSamples+1 {
+			os.Exit(3) // the first batch has been sent
+		}
+	}
+	for i := range c.cfg.Histograms {
+		w.Histogram(c.hist, histBounds, histCumulate, 11, 0.5, c.name, fmt.Sprint(i))
+	}
+	for i := range c.cfg.Duplicates {
+		w.Gauge(c.desc, -1, c.name, fmt.Sprint(i%max(c.cfg.Series, 1)))
+	}
+	if c.cfg.InvalidNames {
+		w.Gauge(badName, 1)
+		w.Gauge(badLabel, 1, "v")
+	}
+	if c.cfg.SharedFamily {
+		w.Gauge(shared, 1, c.name)
+	}
+	if c.cfg.TypeConflict {
+		w.Counter(sharedWrong, 1, c.name)
+	}
+	if c.cfg.HugeLabels {
+		w.Gauge(huge, 1, hugeValue)
+	}
+	return nil
+}
+
+func main() {
+	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "plexporter-")
+	sdk.Serve(&chaos{name: name})
+}

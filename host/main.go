@@ -1,0 +1,247 @@
+// Command plexporter is the plugin host: it discovers collector plugins,
+// runs each as its own process, and serves their merged samples on /metrics.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/common/promslog"
+	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	webflag "github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/plexporter/plexporter/host/internal/fleet"
+	"github.com/plexporter/plexporter/host/internal/scrape"
+	"github.com/plexporter/plexporter/host/internal/supervise"
+	hostweb "github.com/plexporter/plexporter/host/internal/web"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk/metricfilter"
+)
+
+// flags holds every command-line setting.
+type flags struct {
+	pluginDirs      []string
+	configFile      string
+	scrapeTimeout   time.Duration
+	startTimeout    time.Duration
+	maxSeries       int
+	maxLabelLen     int
+	enabledMetrics  string
+	disabledMetrics string
+	sysfs, procfs   string
+	rootfs          string
+	metricsPath     string
+	maxRequests     int
+	markdown        bool
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	var f flags
+	app := kingpin.New("plexporter", "Prometheus exporter for AI/HPC nodes. It runs every collector plugin found in the plugin directories as its own process and serves their merged metrics.\n\nEvery flag can also be set with the environment variable shown; an explicit flag wins. Boolean variables accept y/yes/on/true/enable/1 and n/no/off/false/disable/0.")
+	app.HelpFlag.Short('h')
+	app.Version(version.Print("plexporter"))
+
+	serve := app.Command("serve", "Serve /metrics (the default command).").Default()
+	pluginsCmd := app.Command("plugins", "Start every discovered plugin once and print name, version, path, state, last error and series count.")
+	metricsCmd := app.Command("metrics", "Print the metric catalogue of every installed plugin.")
+	metricsCmd.Flag("markdown", "Print a Markdown table.").BoolVar(&f.markdown)
+
+	app.Flag("plugin.dir", "Plugin directory, repeatable; later directories win on name clashes. The env var takes a comma-separated list.").
+		Default("/usr/lib/plexporter/plugins", "/etc/plexporter/plugins.d").StringsVar(&f.pluginDirs)
+	app.Flag("config.file", "Optional YAML file with per-plugin settings (enabled, timeout, metric_prefix, max_series, config, manifest overrides).").StringVar(&f.configFile)
+	app.Flag("scrape.timeout", "How long each plugin's Collect may take; a late plugin contributes nothing to that scrape.").Default("5s").DurationVar(&f.scrapeTimeout)
+	app.Flag("plugin.start-timeout", "How long a plugin may take to start, handshake and accept its configuration.").Default("10s").DurationVar(&f.startTimeout)
+	app.Flag("plugin.max-series", "Series one plugin may contribute to a scrape; the excess is dropped and counted.").Default("100000").IntVar(&f.maxSeries)
+	app.Flag("plugin.max-label-length", "Longest label value accepted, in bytes; longer ones drop their series.").Default("4096").IntVar(&f.maxLabelLen)
+	app.Flag("metrics.enabled", "Comma-separated globs of metric families to expose (base names: a counter matches without _total). Unset: all.").Envar("PLEXPORTER_ENABLED_METRICS").StringVar(&f.enabledMetrics)
+	app.Flag("metrics.disabled", "Comma-separated globs of metric families to hide, applied after --metrics.enabled.").Envar("PLEXPORTER_DISABLED_METRICS").StringVar(&f.disabledMetrics)
+	app.Flag("path.sysfs", "sysfs mount point, passed to every plugin.").Default("/sys").StringVar(&f.sysfs)
+	app.Flag("path.procfs", "procfs mount point, passed to every plugin.").Default("/proc").StringVar(&f.procfs)
+	app.Flag("path.rootfs", "Root filesystem mount point, passed to every plugin.").Default("/").StringVar(&f.rootfs)
+	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.metricsPath)
+	app.Flag("web.max-requests", "Maximum number of concurrent scrape requests; 0 disables the limit.").Default("40").IntVar(&f.maxRequests)
+	toolkitFlags := webflag.AddFlags(app, ":9880")
+	logConfig := &promslog.Config{}
+	promslogflag.AddFlags(app, logConfig)
+
+	setEnvVars(app)
+	if err := checkBoolEnv(app); err != nil {
+		fmt.Fprintln(os.Stderr, "plexporter:", err)
+		return 2
+	}
+	cmd, err := app.Parse(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "plexporter: %v; try --help\n", err)
+		return 2
+	}
+	f.pluginDirs = splitDirs(f.pluginDirs)
+	log := promslog.New(logConfig)
+
+	filter, err := metricfilter.New(metricfilter.Split(f.enabledMetrics), metricfilter.Split(f.disabledMetrics))
+	if err != nil {
+		log.Error("bad metric filter", "err", err)
+		return 2
+	}
+	fl := fleet.New(fleet.Options{
+		Dirs:       f.pluginDirs,
+		ConfigFile: f.configFile,
+		Defaults: supervise.Settings{
+			Timeout:      f.scrapeTimeout,
+			StartTimeout: f.startTimeout,
+			Enabled:      filter.Allowed(),
+			Disabled:     filter.Denied(),
+			Paths:        &pluginv1.Paths{Sysfs: f.sysfs, Procfs: f.procfs, Rootfs: f.rootfs},
+			LogLevel:     hclogLevel(logConfig),
+			MaxSeries:    f.maxSeries,
+		},
+	}, log)
+
+	switch cmd {
+	case pluginsCmd.FullCommand():
+		return listPlugins(fl, filter, f.maxLabelLen, log)
+	case metricsCmd.FullCommand():
+		return listMetrics(fl, f.markdown)
+	case serve.FullCommand():
+		return serveMetrics(fl, filter, f, toolkitFlags, log)
+	}
+	return 2
+}
+
+func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, f flags, toolkitFlags *web.FlagConfig, log *slog.Logger) int {
+	log.Info("starting plexporter", "version", version.Info(), "plugin_dirs", strings.Join(f.pluginDirs, ","))
+	if os.Geteuid() != 0 {
+		log.Warn("not running as root: plugins run as this user, unsandboxed (plexporter_plugin_sandboxed 0)")
+	} else {
+		log.Warn("per-plugin sandboxes are not applied yet: plugins run with the host's identity (plexporter_plugin_sandboxed 0)")
+	}
+	if err := fl.Reconcile(); err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	defer fl.StopAll()
+	go warnUnmatched(fl, filter, log)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go fl.Watch(ctx, hup)
+
+	scraper := scrape.New(fl, filter, f.maxLabelLen, log)
+	handler, err := hostweb.Handler(scraper, fl.Ready, hostweb.Options{MetricsPath: f.metricsPath, MaxRequests: f.maxRequests, Version: version.Info()}, log)
+	if err != nil {
+		log.Error("web", "err", err)
+		return 1
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- web.ListenAndServe(srv, toolkitFlags, log) }()
+	select {
+	case err := <-errc:
+		log.Error("web server", "err", err)
+		return 1
+	case <-ctx.Done():
+		log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("shutdown", "err", err)
+		}
+		return 0
+	}
+}
+
+// warnUnmatched warns once about allowlist tokens that select no family of
+// any plugin's catalogue (usually a typo).
+func warnUnmatched(fl *fleet.Fleet, filter *metricfilter.Filter, log *slog.Logger) {
+	if filter.AllowAll() {
+		return
+	}
+	for _, s := range fl.Supervisors() {
+		<-s.FirstAttempt()
+	}
+	names := []string{"plexporter_", "go_", "process_"}
+	for _, s := range fl.Supervisors() {
+		for _, m := range s.Status().Info.GetMetrics() {
+			names = append(names, m.GetName())
+		}
+	}
+	for _, p := range filter.Unmatched(names) {
+		log.Warn("metric filter pattern matches no family in any plugin's catalogue", "pattern", p)
+	}
+}
+
+// setEnvVars gives every flag its PLEXPORTER_* environment variable.
+func setEnvVars(app *kingpin.Application) {
+	for _, fl := range app.Model().Flags {
+		if fl.Name == "help" || fl.Name == "version" || fl.Envar != "" {
+			continue
+		}
+		app.GetFlag(fl.Name).Envar(envName(fl.Name))
+	}
+}
+
+func envName(flag string) string {
+	return "PLEXPORTER_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(flag))
+}
+
+var (
+	trueWords  = map[string]bool{"y": true, "yes": true, "on": true, "true": true, "enable": true, "1": true}
+	falseWords = map[string]bool{"n": true, "no": true, "off": true, "false": true, "disable": true, "0": true}
+)
+
+// checkBoolEnv validates boolean environment variables with the words
+// operators use, and rewrites them to what kingpin parses.
+func checkBoolEnv(app *kingpin.Application) error {
+	for _, fl := range app.Model().Flags {
+		if !fl.IsBoolFlag() || fl.Name == "help" || fl.Name == "version" {
+			continue
+		}
+		env := fl.Envar
+		v, ok := os.LookupEnv(env)
+		if !ok {
+			continue
+		}
+		switch w := strings.ToLower(strings.TrimSpace(v)); {
+		case trueWords[w]:
+			os.Setenv(env, "true")
+		case falseWords[w]:
+			os.Setenv(env, "false")
+		default:
+			return fmt.Errorf("environment variable %s=%q is not a boolean (use y/yes/on/true/enable/1 or n/no/off/false/disable/0)", env, v)
+		}
+	}
+	return nil
+}
+
+// splitDirs accepts comma-separated lists (the env var form) in any value.
+func splitDirs(in []string) []string {
+	var out []string
+	for _, v := range in {
+		out = append(out, metricfilter.Split(v)...)
+	}
+	return out
+}
+
+func hclogLevel(c *promslog.Config) hclog.Level {
+	if c.Level == nil {
+		return hclog.Info
+	}
+	return hclog.LevelFromString(c.Level.String())
+}
