@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 }
 
 type host struct {
-	t       *testing.T
+	t       testing.TB
 	cmd     *exec.Cmd
 	url     string
 	dir     string // plugin directory
@@ -64,7 +64,7 @@ func (h *host) install(name string) {
 	}
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func freePort(t *testing.T) string {
 
 // startHost runs plexporter with the given chaos plugins and config (YAML
 // text of the plugins: section) and waits for /ready.
-func startHost(t *testing.T, plugins []string, pluginsYAML string, extraArgs ...string) *host {
+func startHost(t testing.TB, plugins []string, pluginsYAML string, extraArgs ...string) *host {
 	t.Helper()
 	h := &host{t: t, dir: t.TempDir(), logs: &bytes.Buffer{}}
 	for _, p := range plugins {

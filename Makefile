@@ -1,0 +1,73 @@
+# plexporter — build, run and test. `make run` and `make test` are all a
+# newcomer needs; everything else is for working on the project.
+
+GO        ?= go
+BIN       := bin
+TOOLS     := $(CURDIR)/$(BIN)/tools
+PLUGINS   := $(notdir $(patsubst %/main.go,%,$(wildcard plugins/*/main.go)))
+LISTEN    ?= 127.0.0.1:9880
+
+# Pinned code generators (installed with `go install`, never downloaded as binaries).
+BUF_VERSION                := v1.75.0
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
+
+VERSION  := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
+            -X github.com/prometheus/common/version.Revision=$(REVISION) \
+            -X github.com/prometheus/common/version.Branch=main
+
+.PHONY: all build run test unit lint proto proto-check tools bench clean
+
+all: build
+
+## build: bin/plexporter and bin/plugins/plexporter-<name> with each manifest
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/plexporter ./host
+	@mkdir -p $(BIN)/plugins
+	@set -e; for p in $(PLUGINS); do \
+		echo "build plugin $$p"; \
+		$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/plugins/plexporter-$$p ./plugins/$$p; \
+		if [ -f plugins/$$p/plexporter-$$p.yaml ]; then cp plugins/$$p/plexporter-$$p.yaml $(BIN)/plugins/; fi; \
+	done
+
+## run: build, then serve on $(LISTEN) with the shipped plugins
+run: build
+	./$(BIN)/plexporter --plugin.dir=./$(BIN)/plugins --web.listen-address=$(LISTEN)
+
+## test: everything CI checks
+test: lint proto-check unit
+
+unit:
+	$(GO) test -count=1 ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+tools: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
+$(TOOLS)/buf:
+	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+$(TOOLS)/protoc-gen-go:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+$(TOOLS)/protoc-gen-go-grpc:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+
+## proto: regenerate the committed Go code from proto/
+proto: tools
+	PATH=$(TOOLS):$$PATH $(TOOLS)/buf generate
+
+## proto-check: buf lint, and fail if the committed generated code is stale
+proto-check: tools
+	PATH=$(TOOLS):$$PATH $(TOOLS)/buf lint
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+		PATH=$(TOOLS):$$PATH $(TOOLS)/buf generate -o $$tmp && \
+		if ! diff -r $$tmp/proto/plexporter proto/plexporter -x '*.proto' >/dev/null; then \
+			echo "generated code in proto/ is stale: run 'make proto' and commit"; \
+			diff -r $$tmp/proto/plexporter proto/plexporter -x '*.proto' | head -20; exit 1; \
+		fi; echo "generated code is up to date"
+
+clean:
+	rm -rf $(BIN)
