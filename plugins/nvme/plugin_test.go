@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/sdktest"
+)
+
+var fixedNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) // 1795953600
+
+// testPlugin returns a plugin wired to fake devices and a fixed clock, whose
+// poller is stopped when the test ends.
+func testPlugin(t testing.TB, f *fakeDevices) *nvmePlugin {
+	p := newPlugin()
+	p.open = f.open
+	p.now = func() time.Time { return fixedNow }
+	p.log = hclog.NewNullLogger()
+	p.minInterval = 0
+	t.Cleanup(p.Close)
+	return p
+}
+
+// fixtureFake serves the fixture pages: nvme0 healthy, nvme1 failing, and
+// the nvme-tcp controller nvme2 fails with EIO.
+func fixtureFake(t testing.TB) *fakeDevices {
+	f := newFake()
+	f.pages["nvme0"] = readBin(t, "healthy.bin")
+	f.pages["nvme1"] = readBin(t, "failing.bin")
+	f.cmdErrs["nvme2"] = syscall.EIO
+	return f
+}
+
+func (p *nvmePlugin) readsDone() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.poller == nil {
+		return 0
+	}
+	return p.poller.reads.Load()
+}
+
+// runAfterFirstRound configures p, waits until n SMART reads finished and
+// collects once through the real gRPC path.
+func runAfterFirstRound(t *testing.T, p *nvmePlugin, n uint64, opts sdktest.Options) *sdktest.Result {
+	t.Helper()
+	c := sdktest.Client(t, p, opts)
+	waitFor(t, "first SMART round", func() bool { return p.readsDone() >= n })
+	return sdktest.Collect(t, c, 0)
+}
+
+func TestGoldenFixtures(t *testing.T) {
+	root := sdktest.UnpackTar(t, "testdata/sysfs.tar")
+	f := fixtureFake(t)
+	p := testPlugin(t, f)
+	c := sdktest.Client(t, p, sdktest.Options{Sysfs: filepath.Join(root, "sysfs"), Config: map[string]any{"smart_interval": "1h"}})
+	waitFor(t, "first SMART round", func() bool { return p.readsDone() >= 3 })
+	res := sdktest.Collect(t, c, 0)
+	if res.Status != nil {
+		t.Fatalf("collect: %v", res.Status)
+	}
+	// nvme2's failed read is one partial error, naming the device.
+	if len(res.Errors) != 1 || res.Errors[0].Collector != "smart" || !strings.Contains(res.Errors[0].Message, "nvme2") ||
+		!strings.Contains(res.Errors[0].Message, "input/output error") {
+		t.Fatalf("errors = %v", res.Errors)
+	}
+	text := res.Text(t)
+	sdktest.Golden(t, text, "testdata/fixtures.golden")
+	checkExposition(t, text)
+	for _, path := range f.paths {
+		if !strings.HasPrefix(path, "/dev/nvme") {
+			t.Errorf("opened %s, want /dev/nvmeN", path)
+		}
+	}
+	// A second scrape serves the cache: no new ioctl, and the failed read
+	// is not reported again.
+	res = sdktest.Collect(t, c, 0)
+	if len(res.Errors) != 0 || res.Text(t) != text {
+		t.Errorf("second scrape: errors %v, exposition changed: %v", res.Errors, res.Text(t) != text)
+	}
+	for _, n := range []string{"nvme0", "nvme1", "nvme2"} {
+		if calls, _, open := f.stats(n); calls != 1 || open != 0 {
+			t.Errorf("%s: %d ioctls, %d handles open; want 1, 0", n, calls, open)
+		}
+	}
+}
+
+func TestGoldenQEMUCapture(t *testing.T) {
+	root := sdktest.UnpackTar(t, "testdata/sysfs-qemu.tar")
+	f := newFake()
+	f.pages["nvme0"] = readBin(t, "qemu.bin")
+	p := testPlugin(t, f)
+	res := runAfterFirstRound(t, p, 1, sdktest.Options{Sysfs: filepath.Join(root, "sysfs")})
+	if res.Status != nil || len(res.Errors) != 0 {
+		t.Fatalf("status %v errors %v", res.Status, res.Errors)
+	}
+	text := res.Text(t)
+	sdktest.Golden(t, text, "testdata/qemu.golden")
+	checkExposition(t, text)
+	// The real sysfs pads identity strings with spaces; labels are trimmed.
+	if !strings.Contains(text, `serial="LAB123",model="QEMU NVMe Ctrl",firmware_rev="7.2.22",`) {
+		t.Errorf("identity not trimmed:\n%s", text)
+	}
+	// QEMU reports spare 0 % with threshold 0 %: no spare_low warning.
+	if !strings.Contains(text, `nvme_smart_critical_warning{device="nvme0",serial="LAB123",bit="spare_low"} 0`) {
+		t.Errorf("spare_low raised for 0/0 spare")
+	}
+}
+
+func TestNoCapability(t *testing.T) {
+	root := sdktest.UnpackTar(t, "testdata/sysfs.tar")
+	f := newFake()
+	for _, n := range []string{"nvme0", "nvme1"} {
+		f.cmdErrs[n] = syscall.EACCES // no CAP_SYS_ADMIN: the kernel refuses Get Log Page
+	}
+	f.openErrs["nvme2"] = syscall.EACCES // device node not accessible
+	p := testPlugin(t, f)
+	var logs strings.Builder
+	p.log = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+	res := runAfterFirstRound(t, p, 3, sdktest.Options{Sysfs: filepath.Join(root, "sysfs")})
+	if res.Status != nil || len(res.Errors) != 0 {
+		t.Fatalf("missing privilege must not fail the scrape or spam errors: %v %v", res.Status, res.Errors)
+	}
+	text := res.Text(t)
+	sdktest.Golden(t, text, "testdata/nocap.golden")
+	checkExposition(t, text)
+	for _, want := range []string{
+		`nvme_smart_available{device="nvme0"} 0`, `nvme_smart_available{device="nvme1"} 0`, `nvme_smart_available{device="nvme2"} 0`,
+		`nvme_info{device="nvme0",serial="S64FNE0T712345",`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if strings.Contains(text, "nvme_media_errors_total") || strings.Contains(text, "nvme_smart_last_success") {
+		t.Error("SMART values exported without a successful read")
+	}
+	if n := strings.Count(logs.String(), "CAP_SYS_ADMIN"); n != 1 {
+		t.Errorf("want exactly one log line about the capability, got %d:\n%s", n, logs.String())
+	}
+}
+
+func TestSMARTDisabled(t *testing.T) {
+	root := sdktest.UnpackTar(t, "testdata/sysfs.tar")
+	f := fixtureFake(t)
+	p := testPlugin(t, f)
+	res := sdktest.Run(t, p, sdktest.Options{Sysfs: filepath.Join(root, "sysfs"), Config: map[string]any{"smart": false}})
+	text := res.Text(t)
+	if !strings.Contains(text, `nvme_smart_available{device="nvme0"} 0`) || !strings.Contains(text, "nvme_info{") {
+		t.Errorf("unexpected exposition:\n%s", text)
+	}
+	if len(f.paths) != 0 {
+		t.Errorf("devices opened with smart: false: %v", f.paths)
+	}
+}
+
+func TestAllowlistSkipsPoller(t *testing.T) {
+	root := sdktest.UnpackTar(t, "testdata/sysfs.tar")
+	f := fixtureFake(t)
+	p := testPlugin(t, f)
+	res := sdktest.Run(t, p, sdktest.Options{Sysfs: filepath.Join(root, "sysfs"), EnabledMetrics: []string{"nvme_info"}})
+	if text := res.Text(t); !strings.Contains(text, "nvme_info{") || strings.Contains(text, "nvme_smart") || strings.Contains(text, "nvme_controller_state") {
+		t.Errorf("allowlist not applied:\n%s", text)
+	}
+	p.mu.Lock()
+	running := p.poller != nil
+	p.mu.Unlock()
+	if running || len(f.paths) != 0 {
+		t.Errorf("poller running (%v) / devices opened (%v) although no SMART family is enabled", running, f.paths)
+	}
+}
+
+func TestConfigureErrors(t *testing.T) {
+	for cfg, want := range map[string]map[string]any{
+		"smart_intervall":   {"smart_intervall": "5m"},
+		"below the minimum": {"smart_interval": "1s"},
+		"invalid duration":  {"smart_interval": "soon"},
+		"dev_dir":           {"dev_dir": ""},
+	} {
+		p := newPlugin()
+		p.log = hclog.NewNullLogger()
+		err := p.Configure(context.Background(), sdkConfig(t, want))
+		p.Close()
+		if err == nil || !strings.Contains(err.Error(), cfg) {
+			t.Errorf("%v: error %v, want mention of %q", want, err, cfg)
+		}
+	}
+	p := newPlugin()
+	p.log = hclog.NewNullLogger()
+	if err := p.Configure(context.Background(), sdkConfig(t, map[string]any{"smart_interval": 600, "dev_dir": "/dev"})); err != nil {
+		t.Fatalf("numeric seconds rejected: %v", err)
+	}
+	if iv := p.poller.interval; iv != 10*time.Minute {
+		t.Errorf("interval = %s", iv)
+	}
+	p.Close()
+}
+
+func TestIdentityErrorsArePartial(t *testing.T) {
+	root := sdktest.UnpackTar(t, "testdata/sysfs.tar")
+	sys := filepath.Join(root, "sysfs")
+	ctrl := filepath.Join(sys, "class/nvme/nvme1")
+	// A directory where the model file belongs (a read error), a missing
+	// firmware_rev, and binary garbage as serial.
+	must(t, os.Remove(filepath.Join(ctrl, "model")))
+	must(t, os.Mkdir(filepath.Join(ctrl, "model"), 0o755))
+	must(t, os.Remove(filepath.Join(ctrl, "firmware_rev")))
+	must(t, os.WriteFile(filepath.Join(ctrl, "serial"), []byte("\xff\xfeAB\x00\x00  \n"), 0o644))
+	// A controller whose directory vanished (dangling class link).
+	must(t, os.Symlink("../../devices/gone/nvme7", filepath.Join(sys, "class/nvme/nvme7")))
+	f := fixtureFake(t)
+	p := testPlugin(t, f)
+	res := runAfterFirstRound(t, p, 4, sdktest.Options{Sysfs: sys})
+	if res.Status != nil {
+		t.Fatalf("scrape failed: %v", res.Status)
+	}
+	var identityErrs []string
+	for _, e := range res.Errors {
+		if e.Collector == "identity" {
+			identityErrs = append(identityErrs, e.Message)
+		}
+	}
+	if len(identityErrs) != 3 {
+		t.Fatalf("identity errors = %q, want 3 (model, firmware_rev, nvme7)", identityErrs)
+	}
+	text := res.Text(t)
+	for _, want := range []string{
+		"nvme_info{device=\"nvme1\",serial=\"\uFFFDAB\",model=\"\",firmware_rev=\"\",transport=\"pcie\",address=\"0000:c2:00.0\"} 1",
+		`nvme_collection_errors_total{device="nvme1"} 2`,
+		`nvme_collection_errors_total{device="nvme7"} 2`, // its directory, and its SMART read (no fake page)
+		`nvme_media_errors_total{device="nvme1"} 1847`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s in\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, `nvme_info{device="nvme7"`) {
+		t.Error("info exported for an unreadable controller")
+	}
+}
+
+func TestNoNVMeDriver(t *testing.T) {
+	p := testPlugin(t, newFake())
+	res := sdktest.Run(t, p, sdktest.Options{Sysfs: t.TempDir()})
+	if res.Status != nil || len(res.Errors) != 0 || len(res.Families(t)) != 0 {
+		t.Fatalf("no class/nvme: status %v errors %v families %d", res.Status, res.Errors, len(res.Families(t)))
+	}
+}
+
+func TestInfoCatalogue(t *testing.T) {
+	info := newPlugin().Info()
+	if info.Name != "nvme" || len(info.Metrics) != len(smartDescs)+3 {
+		t.Fatalf("info = %+v", info)
+	}
+	seen := map[string]bool{}
+	for _, d := range info.Metrics {
+		if seen[d.Name] {
+			t.Errorf("duplicate family %s", d.Name)
+		}
+		seen[d.Name] = true
+		if (d.Type == sdk.Counter) != strings.HasSuffix(d.Name, "_total") {
+			t.Errorf("%s: counter/_total mismatch", d.Name)
+		}
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkExposition runs promtool and promlint and fails on any complaint.
+func checkExposition(t *testing.T, text string) {
+	t.Helper()
+	for _, p := range sdktest.Lint(t, text) {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	t.Run("promtool", func(t *testing.T) {
+		if w := sdktest.Promtool(t, text); strings.TrimSpace(w) != "" {
+			t.Errorf("promtool check metrics:\n%s", w)
+		}
+	})
+}
+
+// BenchmarkCollect measures one scrape (3 controllers, SMART from cache)
+// through the gRPC path.
+func BenchmarkCollect(b *testing.B) {
+	root := sdktest.UnpackTar(b, "testdata/sysfs.tar")
+	f := fixtureFake(b)
+	p := testPlugin(b, f)
+	c := sdktest.Client(b, p, sdktest.Options{Sysfs: filepath.Join(root, "sysfs"), Config: map[string]any{"smart_interval": "1h"}})
+	waitFor(b, "first SMART round", func() bool { return p.readsDone() >= 3 })
+	b.ResetTimer()
+	for b.Loop() {
+		if res := sdktest.Collect(b, c, 0); res.Status != nil {
+			b.Fatal(res.Status)
+		}
+	}
+}

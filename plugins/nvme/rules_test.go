@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"testing"
+)
+
+var ruleFiles = []string{"plexporter-nvme.rules.yml", "plexporter-nvme.alerts.yml"}
+
+// promtool returns the promtool binary, skipping the test without one
+// unless PLEXPORTER_REQUIRE_PROMTOOL is set (as sdktest.Promtool does).
+func promtool(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("PLEXPORTER_REQUIRE_PROMTOOL") != "" {
+			t.Fatal("promtool not found but PLEXPORTER_REQUIRE_PROMTOOL is set")
+		}
+		t.Skip("promtool not installed (Debian package prometheus)")
+	}
+	return bin
+}
+
+func TestPromtoolCheckRules(t *testing.T) {
+	bin := promtool(t)
+	out, err := exec.Command(bin, append([]string{"check", "rules"}, ruleFiles...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+}
+
+// TestPromtoolTestRules evaluates the recording rules and alert examples on
+// series shaped like the failing fixture (testdata/rules.test.yml).
+func TestPromtoolTestRules(t *testing.T) {
+	bin := promtool(t)
+	cmd := exec.Command(bin, "test", "rules", "rules.test.yml")
+	cmd.Dir = "testdata"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
+// TestRulesUseCataloguedMetrics catches a rule that refers to a family the
+// plugin does not export (a typo would just record nothing).
+func TestRulesUseCataloguedMetrics(t *testing.T) {
+	known := map[string]bool{}
+	for _, d := range catalogue() {
+		known[d.Name] = true
+	}
+	ref := regexp.MustCompile(`\bnvme_[a-z_]+\b`)
+	for _, f := range ruleFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, name := range ref.FindAllString(string(b), -1) {
+			n++
+			if !known[name] {
+				t.Errorf("%s refers to %s, which the plugin does not export", f, name)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s refers to no plugin metric", f)
+		}
+	}
+}

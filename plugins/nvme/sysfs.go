@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// controllerName matches NVMe controller entries of class/nvme (nvme0,
+// nvme12); namespaces and generic char devices (nvme0n1, ng0n1) live
+// elsewhere but are filtered out defensively.
+var controllerName = regexp.MustCompile(`^nvme[0-9]+$`)
+
+// identity is what sysfs tells about a controller without any privilege.
+type identity struct {
+	Device      string // nvme0
+	Serial      string
+	Model       string
+	FirmwareRev string
+	Transport   string // pcie, tcp, rdma, fc, loop
+	State       string // live, resetting, connecting, deleting, dead, ...
+	Address     string // PCI function or fabrics address
+	// Errs holds the attributes that could not be read (left empty).
+	Errs []error
+}
+
+// listControllers returns the controller names under <sysfs>/class/nvme,
+// sorted. A missing class directory (no NVMe driver loaded) is no controllers.
+func listControllers(sysfs string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(sysfs, "class", "nvme"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if controllerName.MatchString(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return ctrlLess(names[i], names[j]) })
+	return names, nil
+}
+
+// ctrlLess orders nvme2 before nvme10.
+func ctrlLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// readIdentity reads the identity attributes of one controller. The kernel
+// pads serial/model/firmware_rev with spaces to their field widths; they are
+// trimmed. Attributes that are missing or unreadable are left empty and
+// their errors listed in Errs; only an unreadable controller directory, or
+// one without any readable attribute, is an error.
+func readIdentity(sysfs, ctrl string) (identity, error) {
+	dir := filepath.Join(sysfs, "class", "nvme", ctrl)
+	id := identity{Device: ctrl}
+	if _, err := os.Stat(dir); err != nil {
+		return id, err
+	}
+	for _, a := range []struct {
+		name string
+		dst  *string
+	}{
+		{"serial", &id.Serial},
+		{"model", &id.Model},
+		{"firmware_rev", &id.FirmwareRev},
+		{"transport", &id.Transport},
+		{"state", &id.State},
+		{"address", &id.Address},
+	} {
+		v, err := readAttr(filepath.Join(dir, a.name))
+		if err != nil {
+			id.Errs = append(id.Errs, err)
+			continue
+		}
+		*a.dst = v
+	}
+	if len(id.Errs) == 6 {
+		return id, fmt.Errorf("%s: no identity attribute readable", dir)
+	}
+	return id, nil
+}
+
+// readAttr reads one sysfs attribute and trims the newline, the kernel's
+// space padding and any NUL bytes. Invalid UTF-8 (label values must be
+// UTF-8) is replaced.
+func readAttr(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	if len(b) > 4096 {
+		return "", fmt.Errorf("%s: %d bytes, not a sysfs attribute", path, len(b))
+	}
+	return cleanAttr(b), nil
+}
+
+// cleanAttr turns the bytes of an identity attribute into a label value.
+func cleanAttr(b []byte) string {
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	return strings.TrimFunc(s, func(r rune) bool { return r == 0 || unicode.IsSpace(r) })
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mdlayher/netlink"
+	"github.com/mdlayher/netlink/nltest"
+
+	"github.com/plexporter/plexporter/sdk/sdktest"
+)
+
+var allButMlx50 = []any{"mlx5_1", "mlx5_2", "ionic_0", "rxe0"}
+
+// Fixture tree: mlx5 RoCE PF, its VF, native IB, ionic, rxe; sysfs only.
+func TestGoldenFixtureTree(t *testing.T) {
+	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	res := sdktest.Run(t, newPlugin(), sdktest.Options{Sysfs: root, Config: map[string]any{"optional_counters": false}})
+	if res.Status != nil || len(res.Errors) != 0 {
+		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
+	}
+	text := res.Text(t)
+	sdktest.Golden(t, text, "testdata/fixtures.golden")
+	sdktest.Promtool(t, text)
+	for _, want := range []string{
+		`rdma_port_info{device="mlx5_2",port="1",netdev="ens1f0v0",link_layer="Ethernet",state="ACTIVE",phys_state="LINK_UP",link_width="4X",link_speed="200 Gb/sec",pci_addr="0000:17:00.2",is_vf="true",pf_device="mlx5_0"} 1`,
+		`rdma_port_info{device="rxe0",port="1",netdev="eno1",link_layer="Ethernet",state="ACTIVE",phys_state="LINK_UP",link_width="1X",link_speed="25 Gb/sec",pci_addr="",is_vf="false",pf_device=""} 1`,
+		`rdma_port_info{device="mlx5_1",port="1",netdev="",link_layer="InfiniBand",state="ACTIVE",phys_state="LINK_UP",link_width="4X",link_speed="200 Gb/sec",pci_addr="0000:c4:00.0",is_vf="false",pf_device=""} 1`,
+		"# TYPE rdma_lifespan_milliseconds gauge",
+		"rdma_scrape_errors_total 0",
+		`rdma_scrape_collector_success{collector="sysfs"} 1`,
+		`rdma_resp_rx_outouf_seq_total{device="ionic_0",port="1"}`,
+		`rdma_vl15_dropped_total{device="mlx5_0",port="1"}`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	for _, bad := range []string{"rdma_lifespan_total", `collector="optional-counters"`, "rdma_qp_"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("unexpected %s", bad)
+		}
+	}
+}
+
+// The real Linux 6.1 rxe capture.
+func TestGoldenRxeReal(t *testing.T) {
+	root := filepath.Join(sdktest.UnpackTar(t, "testdata/rxe-real.tar"), "sys")
+	r := &replay{t: t, table: []exchangeFile{
+		{real("req_get_dump.bin"), []string{real("resp_get_dump_01.bin"), real("resp_get_dump_02.bin")}},
+		{real("req_stat_get_status_rxe0_p1.bin"), []string{real("resp_stat_get_status_rxe0_p1_01.bin"), real("resp_stat_get_status_rxe0_p1_02.bin")}},
+		{real("req_stat_get_qp_mode_rxe0_p1.bin"), []string{real("resp_stat_get_qp_mode_rxe0_p1_01.bin"), real("resp_stat_get_qp_mode_rxe0_p1_02.bin")}},
+	}}
+	p := newPlugin()
+	p.dial = r.dial
+	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"qp_counters": true}})
+	if res.Status != nil || len(res.Errors) != 0 {
+		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
+	}
+	text := res.Text(t)
+	sdktest.Golden(t, text, "testdata/rxe-real.golden")
+	sdktest.Promtool(t, text)
+	// mode none: no dump, so no scrape status.
+	if strings.Contains(text, "rdma_qp_scrape_status") {
+		t.Error("QP dump status emitted although mode is none")
+	}
+	for _, m := range r.sent {
+		if m.Header.Flags&netlink.Dump != 0 && int(m.Header.Type)&0x3ff == cmdStatGet {
+			t.Error("QP dump sent although mode is none")
+		}
+	}
+}
+
+// mlx5_0 with cc_rx_ce_pkts enabled (hand-encoded messages), other devices
+// excluded.
+func TestGoldenOptionalCounters(t *testing.T) {
+	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1_optional_on.bin")}
+	p := newPlugin()
+	p.dial = r.dial
+	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"exclude_devices": allButMlx50}})
+	if res.Status != nil || len(res.Errors) != 0 {
+		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
+	}
+	text := res.Text(t)
+	sdktest.Golden(t, text, "testdata/optional.golden")
+	sdktest.Promtool(t, text)
+	for _, want := range []string{
+		`rdma_optional_counter_enabled{device="mlx5_0",port="1",counter="cc_rx_ce_pkts"} 1`,
+		`rdma_optional_counter_enabled{device="mlx5_0",port="1",counter="rdma_tx_bytes"} 0`,
+		`rdma_scrape_collector_success{collector="optional-counters"} 1`,
+		"rdma_optional_counter_scrape_errors_total 0",
+		"rdma_cc_rx_ce_pkts_total{",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if strings.Contains(text, "ionic_0") || strings.Contains(text, "rxe0") {
+		t.Error("excluded device exported")
+	}
+}
+
+// Enabled counter without a value: counted, no series.
+func TestOptionalEnabledWithoutValue(t *testing.T) {
+	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1.bin")} // cc_rx_ce_pkts missing
+	p := newPlugin()
+	p.dial = r.dial
+	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"exclude_devices": allButMlx50}})
+	text := res.Text(t)
+	if !strings.Contains(text, "rdma_optional_counter_scrape_errors_total 1") || strings.Contains(text, "rdma_cc_rx_ce_pkts_total") {
+		t.Errorf("missing value not handled:\n%s", grep(text, "optional"))
+	}
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].GetMessage(), "cc_rx_ce_pkts has no value") {
+		t.Errorf("errors = %v", res.Errors)
+	}
+}
+
+// Netlink unavailable: the sysfs part is intact, success gauge 0.
+func TestOptionalDialFailure(t *testing.T) {
+	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	p := newPlugin()
+	p.dial = func() (nlConn, error) { return nil, os.ErrPermission }
+	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root})
+	text := res.Text(t)
+	for _, want := range []string{`rdma_scrape_collector_success{collector="optional-counters"} 0`,
+		"rdma_optional_counter_scrape_errors_total 1", `rdma_port_info{device="mlx5_0"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+}
+
+func qpModeReply(mode, mask uint32) []netlink.Message {
+	return []netlink.Message{{
+		Header: netlink.Header{Type: nldevType(cmdStatGet)},
+		Data: nltest.MustMarshalAttributes([]netlink.Attribute{
+			{Type: attrDevIndex, Data: u32(0)}, {Type: attrDevName, Data: []byte("mlx5_0\x00")},
+			{Type: attrPortIndex, Data: u32(1)}, {Type: attrStatMode, Data: u32(mode)},
+			{Type: attrStatAutoModeMask, Data: u32(mask)},
+		}),
+	}, {Header: netlink.Header{Type: netlink.Error, Flags: 0x100}, Data: make([]byte, 20)}}
+}
+
+func u32(v uint32) []byte { return encodeU32(0, v)[4:] }
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	for i := range 8 {
+		b[i] = byte(v >> (8 * i))
+	}
+	return b
+}
+
+func qpEntry(qpType uint8, pid bool, vals map[string]uint64) netlink.Attribute {
+	attrs := []netlink.Attribute{{Type: attrPortIndex, Data: u32(1)}, {Type: 79, Data: u32(4)},
+		{Type: attrStatMode, Data: u32(counterModeAuto)}, {Type: attrResType, Data: []byte{qpType}}}
+	if pid {
+		attrs = append(attrs, netlink.Attribute{Type: attrResPID, Data: u32(42)})
+	}
+	var hw []netlink.Attribute
+	for _, n := range []string{"rx_write_requests", "rdma_rx_bytes", "not_exported"} {
+		if v, ok := vals[n]; ok {
+			hw = append(hw, netlink.Attribute{Type: attrStatHWCounterEntry | 0x8000, Data: nltest.MustMarshalAttributes([]netlink.Attribute{
+				{Type: attrStatHWCounterName, Data: []byte(n + "\x00")}, {Type: attrStatHWCounterValue, Data: u64(v)}})})
+		}
+	}
+	attrs = append(attrs, netlink.Attribute{Type: attrStatHWCounters | 0x8000, Data: nltest.MustMarshalAttributes(hw)})
+	return netlink.Attribute{Type: attrStatCounterEntry, Data: nltest.MustMarshalAttributes(attrs)}
+}
+
+func qpDumpReply(entries ...netlink.Attribute) []netlink.Message {
+	return []netlink.Message{{
+		Header: netlink.Header{Type: nldevType(cmdStatGet), Flags: netlink.Multi},
+		Data: nltest.MustMarshalAttributes([]netlink.Attribute{
+			{Type: attrDevIndex, Data: u32(0)}, {Type: attrDevName, Data: []byte("mlx5_0\x00")},
+			{Type: attrStatCounter, Data: nltest.MustMarshalAttributes(entries)},
+		}),
+	}, {Header: netlink.Header{Type: netlink.Done, Flags: netlink.Multi}, Data: make([]byte, 4)}}
+}
+
+func qpKeys() (mode, dump string) {
+	m := netlink.Message{Header: netlink.Header{Type: nldevType(cmdStatGet), Flags: flagsDoit},
+		Data: concat(encodeU32(attrDevIndex, 0), encodeU32(attrPortIndex, 1), encodeU32(attrStatMode, 2), encodeU32(attrStatRes, attrResQP))}
+	d := netlink.Message{Header: netlink.Header{Type: nldevType(cmdStatGet), Flags: flagsDump},
+		Data: concat(encodeU32(attrDevIndex, 0), encodeU32(attrPortIndex, 1), encodeU32(attrStatRes, attrResQP))}
+	return reqKey(m), reqKey(d)
+}
+
+func TestGoldenQPCounters(t *testing.T) {
+	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	mk, dk := qpKeys()
+	r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1_optional_on.bin"), override: map[string][]netlink.Message{
+		mk: qpModeReply(counterModeAuto, autoMaskType),
+		dk: qpDumpReply(
+			qpEntry(2, false, map[string]uint64{"rx_write_requests": 10, "rdma_rx_bytes": 1000, "not_exported": 7}),
+			qpEntry(2, false, map[string]uint64{"rx_write_requests": 5, "rdma_rx_bytes": 24}),
+			qpEntry(4, false, map[string]uint64{"rx_write_requests": 1}),
+			qpEntry(2, true, map[string]uint64{"rx_write_requests": 1000000}), // by PID: not aggregated
+		),
+	}}
+	p := newPlugin()
+	p.dial = r.dial
+	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"exclude_devices": allButMlx50, "qp_counters": true, "optional_counters": false}})
+	if res.Status != nil || len(res.Errors) != 0 {
+		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
+	}
+	text := res.Text(t)
+	sdktest.Golden(t, text, "testdata/qp.golden")
+	sdktest.Promtool(t, text)
+	for _, want := range []string{
+		`rdma_qp_rx_write_requests_total{device="mlx5_0",port="1",qp_type="RC"} 15`,
+		`rdma_qp_rx_write_requests_total{device="mlx5_0",port="1",qp_type="UD"} 1`,
+		`rdma_qp_rx_bytes_total{device="mlx5_0",port="1",qp_type="RC"} 1024`,
+		`rdma_qp_scrape_status{device="mlx5_0",port="1",result="ok"} 1`,
+		`rdma_qp_counter_mode{device="mlx5_0",port="1",mode="auto"} 1`,
+		`rdma_qp_auto_mask{device="mlx5_0",port="1",criteria="type"} 1`,
+		`rdma_qp_auto_mask{device="mlx5_0",port="1",criteria="pid"} 0`,
+		`rdma_scrape_collector_success{collector="qp-counters"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if strings.Contains(text, "not_exported") || strings.Contains(text, "rdma_optional_counter") {
+		t.Error("unexpected series")
+	}
+}
+
+func TestQPOverflow(t *testing.T) {
+	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	mk, dk := qpKeys()
+	var many []netlink.Message
+	one := qpDumpReply(qpEntry(2, false, map[string]uint64{"rx_write_requests": 1}))
+	for range qpDumpMaxMsgs + 1 {
+		many = append(many, one[0])
+	}
+	many = append(many, one[1])
+	r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1.bin"), override: map[string][]netlink.Message{
+		mk: qpModeReply(counterModeAuto, autoMaskType), dk: many}}
+	p := newPlugin()
+	p.dial = r.dial
+	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"exclude_devices": allButMlx50, "qp_counters": true, "optional_counters": false}})
+	text := res.Text(t)
+	for _, want := range []string{`rdma_qp_scrape_status{device="mlx5_0",port="1",result="overflow"} 1`, "rdma_qp_scrape_errors_total 1",
+		`rdma_port_xmit_data_total{device="mlx5_0",port="1"}`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if strings.Contains(text, "rdma_qp_rx_write_requests_total") {
+		t.Error("totals of an overflowed port exported")
+	}
+}
+
+func grep(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plexporter/plexporter/sdk/sdktest"
+)
+
+func TestParseCounter(t *testing.T) {
+	good := map[string]uint64{"0\n": 0, "42\n": 42, "18446744073709551615\n": 1<<64 - 1, "7": 7}
+	for in, want := range good {
+		if v, err := parseCounter([]byte(in)); err != nil || v != want {
+			t.Errorf("parseCounter(%q) = %d, %v", in, v, err)
+		}
+	}
+	for _, in := range []string{"", "\n", "-1\n", "0x10\n", "18446744073709551616\n", "abc\n", "1 2\n", " 1\n", "1\n\n", "\x00\x01", "+5"} {
+		if v, err := parseCounter([]byte(in)); err == nil {
+			t.Errorf("parseCounter(%q) = %d, want error", in, v)
+		}
+	}
+	if _, err := parseCounter([]byte("N/A (no PMA)\n")); err != errNoPMA {
+		t.Errorf("N/A: %v", err)
+	}
+}
+
+func TestNormalizeAndRate(t *testing.T) {
+	for in, want := range map[string]string{"4: ACTIVE": "ACTIVE", "1: DOWN": "DOWN", "9: WEIRD": "WEIRD", "": ""} {
+		if got := normalizeState(in, portStateNames); got != want {
+			t.Errorf("state %q = %q", in, got)
+		}
+	}
+	if got := normalizeState("5: LinkUp", physStateNames); got != "LINK_UP" {
+		t.Errorf("phys = %q", got)
+	}
+	if s, w := parseRate("13.75 Gb/sec (1X FDR)"); s != "13.75 Gb/sec" || w != "1X" {
+		t.Errorf("rate = %q %q", s, w)
+	}
+	if s, w := parseRate("garbage"); s != "garbage" || w != "" {
+		t.Errorf("rate = %q %q", s, w)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A device whose counters are broken in every way a file can be: each bad
+// file is skipped and counted, the good ones and the ports survive.
+func TestRobustness(t *testing.T) {
+	root := t.TempDir()
+	dev := filepath.Join(root, "devices", "virtual", "infiniband", "bad0")
+	if err := os.MkdirAll(filepath.Join(root, "class", "infiniband"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../devices/virtual/infiniband/bad0", filepath.Join(root, "class", "infiniband", "bad0")); err != nil {
+		t.Fatal(err)
+	}
+	// A dangling device link (device removed between readdir and read).
+	if err := os.Symlink("../../devices/virtual/infiniband/gone0", filepath.Join(root, "class", "infiniband", "gone0")); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 11; n++ {
+		port := filepath.Join(dev, "ports", fmt.Sprint(n))
+		writeFile(t, filepath.Join(port, "state"), "4: ACTIVE\n")
+		writeFile(t, filepath.Join(port, "counters", "good"), fmt.Sprintf("%d\n", n))
+	}
+	p1 := filepath.Join(dev, "ports", "1")
+	bad := map[string]string{"empty": "", "garbage": "hello\n", "binary": "\x00\xff\x13", "neg": "-1\n",
+		"hex": "0x1f\n", "huge": "99999999999999999999999\n", "big": strings.Repeat("1", 5000)}
+	for n, c := range bad {
+		writeFile(t, filepath.Join(p1, "counters", n), c)
+	}
+	if err := os.Mkdir(filepath.Join(p1, "counters", "adir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("nowhere", filepath.Join(p1, "counters", "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(p1, "hw_counters", "lifespan"), "12\n")
+	writeFile(t, filepath.Join(p1, "hw_counters", "good"), "999\n") // duplicate of counters/good
+	writeFile(t, filepath.Join(p1, "hw_counters", "VL15-x"), "3\n")
+	const wantErrs = 9
+
+	res := sdktest.Run(t, newPlugin(), sdktest.Options{Sysfs: root, Config: map[string]any{"optional_counters": false}})
+	if res.Status != nil {
+		t.Fatalf("scrape failed: %v", res.Status)
+	}
+	text := res.Text(t)
+	if len(res.Errors) != wantErrs {
+		t.Errorf("%d partial errors, want %d: %v", len(res.Errors), wantErrs, res.Errors)
+	}
+	if !strings.Contains(text, fmt.Sprintf("rdma_scrape_errors_total %d", wantErrs)) {
+		t.Errorf("scrape errors:\n%s", grep(text, "scrape_errors"))
+	}
+	var order []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "rdma_good_total{") {
+			order = append(order, l)
+		}
+	}
+	if len(order) != 11 || !strings.Contains(order[0], `port="1"} 1`) || !strings.Contains(order[10], `port="11"} 11`) {
+		t.Errorf("good counters per port (counters/ wins over hw_counters/):\n%s", strings.Join(order, "\n"))
+	}
+	for _, want := range []string{`rdma_vl15_x_total{device="bad0",port="1"} 3`, `rdma_lifespan_milliseconds{device="bad0",port="1"} 12`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if strings.Contains(text, "gone0") || strings.Contains(text, "rdma_empty_total") || strings.Contains(text, "rdma_adir_total") {
+		t.Error("bad entries exported")
+	}
+	// Port order of port_info is numeric.
+	idx1 := strings.Index(text, `rdma_port_info{device="bad0",port="2"`)
+	idx10 := strings.Index(text, `rdma_port_info{device="bad0",port="10"`)
+	if idx1 < 0 || idx10 < 0 || idx1 > idx10 {
+		t.Error("ports not in numeric order")
+	}
+}
+
+// No class/infiniband at all: an empty, successful scrape.
+func TestNoRDMA(t *testing.T) {
+	res := sdktest.Run(t, newPlugin(), sdktest.Options{Sysfs: t.TempDir(), Config: map[string]any{"optional_counters": false}})
+	text := res.Text(t)
+	if len(res.Errors) != 0 || !strings.Contains(text, `rdma_scrape_collector_success{collector="sysfs"} 1`) || strings.Contains(text, "rdma_port_info") {
+		t.Errorf("errors %v\n%s", res.Errors, text)
+	}
+}
+
+// Devices appear and disappear between scrapes; the static cache follows.
+func TestDeviceChurn(t *testing.T) {
+	base := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	r := newSysfsReader(base, nil)
+	ctx := context.Background()
+	devs, err := r.devices(ctx)
+	if err != nil || len(devs) != 5 {
+		t.Fatalf("%d devices, %v", len(devs), err)
+	}
+	if err := os.Remove(filepath.Join(base, "class", "infiniband", "mlx5_2")); err != nil {
+		t.Fatal(err)
+	}
+	devs, _ = r.devices(ctx)
+	if len(devs) != 4 || len(r.cache) != 4 {
+		t.Fatalf("after removal: %d devices, %d cached", len(devs), len(r.cache))
+	}
+	if err := os.Symlink("../../devices/pci0000:16/0000:16:02.0/0000:17:00.2/infiniband/mlx5_2", filepath.Join(base, "class", "infiniband", "mlx5_2")); err != nil {
+		t.Fatal(err)
+	}
+	devs, _ = r.devices(ctx)
+	if len(devs) != 5 || !devs[3].isVF || devs[3].pfDevice != "mlx5_0" {
+		t.Fatalf("after re-add: %+v", devs)
+	}
+	// Counters are never served from the cache.
+	writeFile(t, filepath.Join(base, "class", "infiniband", "mlx5_0", "ports", "1", "counters", "port_xmit_data"), "5\n")
+	devs, _ = r.devices(ctx)
+	for _, c := range devs[1].ports[0].counters {
+		if c.name == "port_xmit_data" && c.value != 5 {
+			t.Errorf("stale counter %d", c.value)
+		}
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	p := newPlugin()
+	c := sdktest.Client(t, p, sdktest.Options{Sysfs: t.TempDir()})
+	_ = c
+	if p.optional != true || p.qp != false {
+		t.Errorf("defaults: optional=%v qp=%v", p.optional, p.qp)
+	}
+}
+
+func FuzzParseCounter(f *testing.F) {
+	for _, s := range []string{"0\n", "12\n", "3410229118\n", "18446744073709551615\n", "N/A (no PMA)\n", "-1\n", "0x10\n", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := parseCounter(b)
+		if err == nil && strings.TrimSuffix(string(b), "\n") != fmt.Sprint(v) && !strings.HasPrefix(strings.TrimSuffix(string(b), "\n"), "0") {
+			t.Errorf("parseCounter(%q) = %d", b, v)
+		}
+	})
+}
+
+func BenchmarkSysfsDevices(b *testing.B) {
+	root := filepath.Join(sdktest.UnpackTar(b, "testdata/sysfs.tar"), "sys")
+	r := newSysfsReader(root, nil)
+	for b.Loop() {
+		if _, err := r.devices(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
