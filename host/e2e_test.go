@@ -246,7 +246,7 @@ func TestMergedScrapeAndPromtool(t *testing.T) {
 			t.Fatalf("self-metrics for %s wrong:\n%s", p, text)
 		}
 	}
-	if value(mfs, "plexporter_plugin_series", "plugin", "alpha") != 3+2*13+1 {
+	if value(mfs, "plexporter_plugin_series", "plugin", "alpha") != 3+2*13+1+1 { // values, histograms, shared, collects
 		t.Fatalf("alpha series = %v", value(mfs, "plexporter_plugin_series", "plugin", "alpha"))
 	}
 	if _, ok := mfs["plexporter_build_info"]; !ok {
@@ -322,12 +322,16 @@ func TestGarbagePluginIsGuarded(t *testing.T) {
 }
 
 func TestSeriesCap(t *testing.T) {
+	// 50 gauges + the collect counter = 51 series; the cap keeps 20.
 	h := startHost(t, []string{"big"}, "  big: {config: {series: 50}, max_series: 20}\n")
 	_, mfs := h.scrape("")
-	if n := count(mfs, "chaos_value", "plugin", "big"); n != 20 {
-		t.Fatalf("exposed %d series, want 20", n)
+	if n := value(mfs, "plexporter_plugin_series", "plugin", "big"); n != 20 {
+		t.Fatalf("exposed %v series, want 20", n)
 	}
-	if got := value(mfs, "plexporter_dropped_series_total", "plugin", "big", "reason", "series_limit"); got != 30 {
+	if n := count(mfs, "chaos_value", "plugin", "big") + count(mfs, "chaos_collects_total", "plugin", "big"); n != 20 {
+		t.Fatalf("exposition has %d series of the plugin, want 20", n)
+	}
+	if got := value(mfs, "plexporter_dropped_series_total", "plugin", "big", "reason", "series_limit"); got != 31 {
 		t.Fatalf("series_limit drops = %v", got)
 	}
 }
@@ -369,6 +373,26 @@ func TestPanicAndExitMidStream(t *testing.T) {
 	}
 	if value(mfs, "plexporter_plugin_scrape_success", "plugin", "quitter") != 0 {
 		t.Fatal("exit mid-stream not reported as failure")
+	}
+}
+
+func TestConcurrentScrapesShareOneCollect(t *testing.T) {
+	h := startHost(t, []string{"slow"}, "  slow: {config: {series: 1, sleep: 700ms}}\n")
+	const scrapers = 16
+	done := make(chan float64, scrapers)
+	for range scrapers {
+		go func() {
+			_, mfs := h.scrape("")
+			done <- value(mfs, "chaos_collects_total", "plugin", "slow")
+		}()
+	}
+	for range scrapers {
+		if v := <-done; v != 1 {
+			t.Errorf("a concurrent scrape saw collect #%v, want all to share #1", v)
+		}
+	}
+	if _, mfs := h.scrape(""); value(mfs, "chaos_collects_total", "plugin", "slow") != 2 {
+		t.Fatal("the next scrape must start a new collect")
 	}
 }
 

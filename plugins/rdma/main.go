@@ -107,7 +107,18 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	}
 	w.Gauge(descCollectorSuccess, sysfsOK, "sysfs")
 
-	if (p.optional && p.optionalWanted(w)) || (p.qp && p.qpWanted(w)) {
+	switch {
+	case !(p.optional && p.optionalWanted(w)) && !(p.qp && p.qpWanted(w)):
+	case len(devs) == 0 && err == nil:
+		// No RDMA device: nothing to ask netlink about. Hosts without the
+		// RDMA subsystem refuse NETLINK_RDMA sockets, which is not an error.
+		if p.optional {
+			w.Gauge(descCollectorSuccess, 1, "optional-counters")
+		}
+		if p.qp {
+			w.Gauge(descCollectorSuccess, 1, "qp-counters")
+		}
+	default:
 		p.collectNetlink(ctx, w, devs, hwNames)
 	}
 

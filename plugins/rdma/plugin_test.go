@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,6 +131,25 @@ func TestOptionalDialFailure(t *testing.T) {
 		"rdma_optional_counter_scrape_errors_total 1", `rdma_port_info{device="mlx5_0"`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("missing %s", want)
+		}
+	}
+}
+
+// A host without RDMA devices refuses NETLINK_RDMA sockets: no device
+// means netlink is not asked at all, and that is success, not an error.
+func TestNoDevicesSkipsNetlink(t *testing.T) {
+	p := newPlugin()
+	dialed := false
+	p.dial = func() (nlConn, error) { dialed = true; return nil, errors.New("protocol not supported") }
+	res := sdktest.Run(t, p, sdktest.Options{Sysfs: t.TempDir(), Config: map[string]any{"qp_counters": true}})
+	text := res.Text(t)
+	if dialed || len(res.Errors) != 0 {
+		t.Fatalf("dialed=%v errors=%v", dialed, res.Errors)
+	}
+	for _, want := range []string{`rdma_scrape_collector_success{collector="optional-counters"} 1`,
+		`rdma_scrape_collector_success{collector="qp-counters"} 1`, "rdma_optional_counter_scrape_errors_total 0"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s in\n%s", want, text)
 		}
 	}
 }

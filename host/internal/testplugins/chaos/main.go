@@ -34,10 +34,11 @@ type config struct {
 }
 
 type chaos struct {
-	name string
-	cfg  config
-	desc *sdk.Desc
-	hist *sdk.Desc
+	name     string
+	collects int
+	cfg      config
+	desc     *sdk.Desc
+	hist     *sdk.Desc
 }
 
 var (
@@ -47,6 +48,7 @@ var (
 	badLabel     = sdk.NewDesc("chaos_bad_label", sdk.Gauge, "Invalid label name.", "bad-label")
 	huge         = sdk.NewDesc("chaos_huge_label", sdk.Gauge, "A huge label value.", "v")
 	hugeValue    = strings.Repeat("x", 1<<20)
+	collects     = sdk.NewDesc("chaos_collects_total", sdk.Counter, "Collect calls this process served.", "plugin")
 	histBounds   = []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1}
 	histCumulate = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 )
@@ -83,6 +85,8 @@ func (c *chaos) Configure(_ context.Context, cfg sdk.Config) error {
 }
 
 func (c *chaos) Collect(ctx context.Context, w *sdk.Writer) error {
+	c.collects++
+	w.Counter(collects, float64(c.collects), c.name)
 	if c.cfg.Sleep != "" {
 		d, err := time.ParseDuration(c.cfg.Sleep)
 		if err != nil {
