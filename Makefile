@@ -2,6 +2,9 @@
 # newcomer needs; everything else is for working on the project.
 
 GO        ?= go
+# Static binaries: no dynamic loader or libc to allow in the plugin sandbox,
+# and no 8 MiB pthread stacks counted against a plugin's memory limit.
+export CGO_ENABLED ?= 0
 BIN       := bin
 TOOLS     := $(CURDIR)/$(BIN)/tools
 PLUGINS   := $(notdir $(patsubst %/main.go,%,$(wildcard plugins/*/main.go)))

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,8 +36,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	for pkg, out := range map[string]string{".": "plexporter", "./internal/testplugins/chaos": "chaos"} {
+	for pkg, out := range map[string]string{".": "plexporter", "./internal/testplugins/chaos": "chaos", "./internal/testplugins/probe": "probe"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build` does
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
 			panic("build " + pkg + ": " + err.Error())
@@ -77,15 +79,30 @@ func freePort(t testing.TB) string {
 // text of the plugins: section) and waits for /ready.
 func startHost(t testing.TB, plugins []string, pluginsYAML string, extraArgs ...string) *host {
 	t.Helper()
-	h := &host{t: t, dir: t.TempDir(), logs: &bytes.Buffer{}}
+	dir := t.TempDir()
 	for _, p := range plugins {
-		h.install(p)
+		if err := os.Symlink(filepath.Join(binDir, "chaos"), filepath.Join(dir, "plexporter-"+p)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return startHostIn(t, dir, pluginsYAML, extraArgs...)
+}
+
+// startHostIn runs plexporter on an existing plugin directory.
+func startHostIn(t testing.TB, dir, pluginsYAML string, extraArgs ...string) *host {
+	t.Helper()
+	h := &host{t: t, dir: dir, logs: &bytes.Buffer{}}
 	h.cfgPath = filepath.Join(t.TempDir(), "plexporter.yml")
 	h.writeConfig(pluginsYAML)
 	addr := freePort(t)
 	h.url = "http://" + addr
-	args := append([]string{"--plugin.dir=" + h.dir, "--config.file=" + h.cfgPath, "--web.listen-address=" + addr, "--log.level=debug"}, extraArgs...)
+	args := []string{"--plugin.dir=" + h.dir, "--config.file=" + h.cfgPath, "--web.listen-address=" + addr, "--log.level=debug"}
+	if !slices.Contains(extraArgs, "--plugin.sandbox") && !slices.Contains(extraArgs, "--no-plugin.sandbox") {
+		// These tests are about the host, not confinement (sandbox_test.go
+		// is): the chaos plugin writes pid files into private temp dirs.
+		args = append(args, "--no-plugin.sandbox")
+	}
+	args = append(args, extraArgs...)
 	h.cmd = exec.Command(filepath.Join(binDir, "plexporter"), args...)
 	h.cmd.Stdout, h.cmd.Stderr = h.logs, h.logs
 	h.cmd.Env = os.Environ()
@@ -495,7 +512,17 @@ func TestHostSIGKILLLeavesNoProcessBehind(t *testing.T) {
 	}
 	h.cmd.Process.Kill()
 	h.cmd.Wait()
-	h.waitFor(3*time.Second, "plugin and its child gone", func() bool { return !alive(pid) && !alive(child) })
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) && (alive(pid) || alive(child)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if alive(pid) || alive(child) {
+		for _, p := range []int{pid, child} {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+			t.Logf("pid %d status:\n%s", p, b)
+		}
+		t.Fatal("plugin or its child survived the host")
+	}
 }
 
 func TestAllowlistFromEnvironment(t *testing.T) {
@@ -559,7 +586,7 @@ func TestPluginsAndMetricsCommands(t *testing.T) {
 	os.Symlink(filepath.Join(binDir, "chaos"), filepath.Join(dir, "plexporter-alpha"))
 	os.WriteFile(filepath.Join(dir, "plexporter-broken.yaml"), []byte("capabilties: []\n"), 0o644)
 	os.Symlink(filepath.Join(binDir, "chaos"), filepath.Join(dir, "plexporter-broken"))
-	out, err := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+dir, "plugins").CombinedOutput()
+	out, err := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+dir, "--no-plugin.sandbox", "plugins").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -579,7 +606,7 @@ func TestPluginsAndMetricsCommands(t *testing.T) {
 	if !strings.Contains(broken, "refused") || !strings.Contains(broken, `unknown key "capabilties"`) {
 		t.Errorf("broken line: %q\n%s", broken, out)
 	}
-	out, err = exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+dir, "metrics", "--markdown").CombinedOutput()
+	out, err = exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+dir, "--no-plugin.sandbox", "metrics", "--markdown").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "| alpha | `chaos_shared` | gauge | plugin |") {
 		t.Fatalf("metrics --markdown: %v\n%s", err, out)
 	}

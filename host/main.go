@@ -23,6 +23,7 @@ import (
 	webflag "github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
+	"github.com/plexporter/plexporter/host/internal/sandbox"
 	"github.com/plexporter/plexporter/host/internal/scrape"
 	"github.com/plexporter/plexporter/host/internal/supervise"
 	hostweb "github.com/plexporter/plexporter/host/internal/web"
@@ -45,9 +46,15 @@ type flags struct {
 	metricsPath     string
 	maxRequests     int
 	markdown        bool
+	sandbox         bool
+	allowRoot       bool
+	insecurePerms   bool
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.LaunchArg {
+		sandbox.Launch() // the host re-executed as a plugin's sandbox launcher; never returns
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -69,6 +76,9 @@ func run(args []string) int {
 	app.Flag("plugin.start-timeout", "How long a plugin may take to start, handshake and accept its configuration.").Default("10s").DurationVar(&f.startTimeout)
 	app.Flag("plugin.max-series", "Series one plugin may contribute to a scrape; the excess is dropped and counted.").Default("100000").IntVar(&f.maxSeries)
 	app.Flag("plugin.max-label-length", "Longest label value accepted, in bytes; longer ones drop their series.").Default("4096").IntVar(&f.maxLabelLen)
+	app.Flag("plugin.sandbox", "Confine each plugin to its manifest (needs root). --no-plugin.sandbox runs plugins as the host's user, unconfined: development only.").Default("true").BoolVar(&f.sandbox)
+	app.Flag("plugin.allow-root", "Allow plugins whose manifest sets allow_root to run as uid 0.").BoolVar(&f.allowRoot)
+	app.Flag("plugin.insecure-permissions", "Run plugin binaries even if they or their directory are writable by group/others or owned by another user.").BoolVar(&f.insecurePerms)
 	app.Flag("metrics.enabled", "Comma-separated globs of metric families to expose (base names: a counter matches without _total). Unset: all.").Envar("PLEXPORTER_ENABLED_METRICS").StringVar(&f.enabledMetrics)
 	app.Flag("metrics.disabled", "Comma-separated globs of metric families to hide, applied after --metrics.enabled.").Envar("PLEXPORTER_DISABLED_METRICS").StringVar(&f.disabledMetrics)
 	app.Flag("path.sysfs", "sysfs mount point, passed to every plugin.").Default("/sys").StringVar(&f.sysfs)
@@ -98,9 +108,19 @@ func run(args []string) int {
 		log.Error("bad metric filter", "err", err)
 		return 2
 	}
+	sandboxed := f.sandbox && os.Geteuid() == 0
+	switch {
+	case !f.sandbox:
+		log.Warn("plugin sandbox switched off (--no-plugin.sandbox): every plugin runs unconfined as the host's user; plexporter_plugin_sandboxed is 0")
+	case !sandboxed:
+		log.Warn("not running as root: plugins run unconfined as this user (development mode); plexporter_plugin_sandboxed is 0")
+	}
 	fl := fleet.New(fleet.Options{
-		Dirs:       f.pluginDirs,
-		ConfigFile: f.configFile,
+		Dirs:                f.pluginDirs,
+		ConfigFile:          f.configFile,
+		Sandbox:             sandboxed,
+		AllowRoot:           f.allowRoot,
+		InsecurePermissions: f.insecurePerms,
 		Defaults: supervise.Settings{
 			Timeout:      f.scrapeTimeout,
 			StartTimeout: f.startTimeout,
@@ -125,11 +145,6 @@ func run(args []string) int {
 
 func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, f flags, toolkitFlags *web.FlagConfig, log *slog.Logger) int {
 	log.Info("starting plexporter", "version", version.Info(), "plugin_dirs", strings.Join(f.pluginDirs, ","))
-	if os.Geteuid() != 0 {
-		log.Warn("not running as root: plugins run as this user, unsandboxed (plexporter_plugin_sandboxed 0)")
-	} else {
-		log.Warn("per-plugin sandboxes are not applied yet: plugins run with the host's identity (plexporter_plugin_sandboxed 0)")
-	}
 	if err := fl.Reconcile(); err != nil {
 		log.Error("cannot start", "err", err)
 		return 1

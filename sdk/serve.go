@@ -49,7 +49,6 @@ func watchLifeline() {
 	signal.Notify(term, syscall.SIGTERM)
 	go func() {
 		<-term
-		logger.Warn("terminated; exiting")
 		exitGroup()
 	}()
 	fdText := os.Getenv(transport.LifelineEnv)
@@ -69,13 +68,14 @@ func watchLifeline() {
 				break
 			}
 		}
-		logger.Warn("host went away; exiting")
 		exitGroup()
 	}()
 }
 
 // exitGroup ends the plugin. The host starts plugins as process group
 // leaders: take the group down so children we spawned do not outlive us.
+// It logs nothing: with the host gone, a write to stderr raises SIGPIPE,
+// which would kill us before the group.
 func exitGroup() {
 	if syscall.Getpgrp() == os.Getpid() {
 		_ = syscall.Kill(-os.Getpid(), syscall.SIGKILL)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -97,6 +99,9 @@ func (p *plugin) emitDriverStats(w *sdk.Writer, netdev string, st *driverStats) 
 func (p *plugin) listNetdevs() ([]string, error) {
 	dir := filepath.Join(p.paths.Sysfs, "class", "net")
 	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no network class at all: no netdevs
+	}
 	if err != nil {
 		return nil, err
 	}

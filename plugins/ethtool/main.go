@@ -1,6 +1,8 @@
 // Command plexporter-ethtool exports NIC hardware counters read through the
 // SIOCETHTOOL ioctl: rdma_exporter-compatible families for the netdevs of
-// RDMA Ethernet ports, and (opt-in) every driver statistic of selected NICs.
+// RDMA Ethernet ports, and (opt-in) every driver statistic of selected NICs;
+// plus the kernel's standard statistics (IEEE 802.3 / RMON groups, pause and
+// FEC counters) of selected NICs through ethtool netlink.
 package main
 
 import (
@@ -27,6 +29,9 @@ type config struct {
 	Exclude string `json:"exclude"`
 	// RequireDevice keeps only netdevs with a class/net/<if>/device link.
 	RequireDevice *bool `json:"require_device"`
+	// StandardStats reads the kernel's standard statistics through ethtool
+	// netlink (default on).
+	StandardStats *bool `json:"standard_stats"`
 	// DriverStats exports every driver statistic (cardinality hazard: off).
 	DriverStats             bool   `json:"driver_stats"`
 	DriverStatInclude       string `json:"driver_stat_include"`
@@ -39,6 +44,7 @@ type plugin struct {
 	cfg   config
 	paths sdk.Paths
 	src   statsSource
+	std   stdSource
 
 	include, exclude         *regexp.Regexp
 	statInclude, statExclude *regexp.Regexp
@@ -50,7 +56,7 @@ type plugin struct {
 }
 
 func newPlugin() *plugin {
-	return &plugin{src: newIoctlSource(), scrapeErrors: map[string]float64{}, capped: map[string]float64{}}
+	return &plugin{src: newIoctlSource(), std: newGenlSource(), scrapeErrors: map[string]float64{}, capped: map[string]float64{}}
 }
 
 func (p *plugin) Info() sdk.Info {
@@ -59,6 +65,7 @@ func (p *plugin) Info() sdk.Info {
 	metrics = append(metrics, hwDescs...)
 	metrics = append(metrics, descNetdevErrors)
 	metrics = append(metrics, driverDescs...)
+	metrics = append(metrics, stdDescs()...)
 	metrics = append(metrics, descScrapeErrors)
 	return sdk.Info{
 		Name:    "ethtool",
@@ -79,6 +86,9 @@ func (p *plugin) Configure(_ context.Context, c sdk.Config) error {
 	}
 	if cfg.RequireDevice == nil {
 		cfg.RequireDevice = &t
+	}
+	if cfg.StandardStats == nil {
+		cfg.StandardStats = &t
 	}
 	if cfg.MaxDriverStatsPerNetdev <= 0 {
 		return fmt.Errorf("ethtool: max_driver_stats_per_netdev must be positive, got %d", cfg.MaxDriverStatsPerNetdev)
@@ -148,10 +158,57 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	if *p.cfg.RDMA {
 		p.collectRDMA(ctx, w, stats)
 	}
+	drv := p.cfg.DriverStats && anyEnabled(w, driverDescs)
+	var std stdRequest
+	if *p.cfg.StandardStats {
+		std = stdRequestFor(w)
+	}
+	if drv || !std.none() {
+		netdevs, err := p.listNetdevs()
+		if err != nil {
+			p.scrapeErrors["netdevs"]++
+			w.Error("netdevs", fmt.Errorf("list netdevs: %w", err))
+		} else {
+			if drv {
+				p.collectDriverStats(ctx, w, stats, netdevs)
+			}
+			if !std.none() {
+				p.collectStandard(ctx, w, std, netdevs)
+			}
+		}
+	}
+	// Error counters of the ethtool_* sources that are switched on.
+	if p.cfg.DriverStats || *p.cfg.StandardStats {
+		w.Counter(descScrapeErrors, p.scrapeErrors["netdevs"], "netdevs")
+	}
 	if p.cfg.DriverStats {
-		p.collectDriverStats(ctx, w, stats)
+		w.Counter(descScrapeErrors, p.scrapeErrors["driver_stats"], "driver_stats")
+	}
+	if *p.cfg.StandardStats {
+		w.Counter(descScrapeErrors, p.scrapeErrors["standard_stats"], "standard_stats")
 	}
 	return ctx.Err()
+}
+
+// collectStandard writes the kernel's standard statistics of the selected
+// netdevs. Parts a driver does not support (EOPNOTSUPP) and counters it
+// leaves unset have no series; only a failed read is an error.
+func (p *plugin) collectStandard(ctx context.Context, w *sdk.Writer, req stdRequest, netdevs []string) {
+	for _, n := range netdevs {
+		if ctx.Err() != nil {
+			return
+		}
+		st, err := p.std.StandardStats(ctx, n, req)
+		if errors.Is(err, errNoStats) {
+			return // no ethtool netlink family in this kernel
+		}
+		if err != nil {
+			p.scrapeErrors["standard_stats"]++
+			w.Error("standard_stats", err)
+			continue
+		}
+		emitStandard(w, n, st)
+	}
 }
 
 // collectRDMA writes the rdma_exporter-compatible families. Scoping rules
@@ -206,21 +263,7 @@ func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeSt
 }
 
 // collectDriverStats writes every driver statistic of the selected netdevs.
-func (p *plugin) collectDriverStats(ctx context.Context, w *sdk.Writer, stats *scrapeStats) {
-	defer func() {
-		for _, src := range []string{"driver_stats", "netdevs"} {
-			w.Counter(descScrapeErrors, p.scrapeErrors[src], src)
-		}
-	}()
-	if !anyEnabled(w, []*sdk.Desc{descDriverStat, descDriverQueueStat, descDriverCapped, descDriverDropped}) {
-		return
-	}
-	netdevs, err := p.listNetdevs()
-	if err != nil {
-		p.scrapeErrors["netdevs"]++
-		w.Error("netdevs", fmt.Errorf("list netdevs: %w", err))
-		return
-	}
+func (p *plugin) collectDriverStats(ctx context.Context, w *sdk.Writer, stats *scrapeStats, netdevs []string) {
 	for _, n := range netdevs {
 		if ctx.Err() != nil {
 			return

@@ -27,6 +27,7 @@ func fixtureFiles() map[string]string {
 func newTestPlugin(src statsSource) *plugin {
 	p := newPlugin()
 	p.src = src
+	p.std = noStdStats{}
 	return p
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/manifest"
+	"github.com/plexporter/plexporter/host/internal/sandbox"
 	"github.com/plexporter/plexporter/host/internal/supervise"
 )
 
@@ -30,6 +31,13 @@ type Options struct {
 	ConfigFile string
 	// Defaults for every plugin; the config file overrides per plugin.
 	Defaults supervise.Settings
+	// Sandbox confines plugins (the host must be root); false runs them as
+	// the host's user, unconfined (development only).
+	Sandbox bool
+	// AllowRoot lets manifests with allow_root run plugins as uid 0.
+	AllowRoot bool
+	// InsecurePermissions skips the ownership/mode checks of plugin binaries.
+	InsecurePermissions bool
 }
 
 // Refusal is a plugin that was found but not run.
@@ -48,11 +56,12 @@ type Fleet struct {
 	refused  map[string]Refusal
 	disabled map[string]discover.Plugin
 	scanned  bool
+	warned   map[string]bool
 }
 
 // New returns an empty fleet; call Reconcile to populate it.
 func New(opts Options, log *slog.Logger) *Fleet {
-	return &Fleet{opts: opts, log: log, sups: map[string]*supervise.Supervisor{}, refused: map[string]Refusal{}, disabled: map[string]discover.Plugin{}}
+	return &Fleet{opts: opts, log: log, sups: map[string]*supervise.Supervisor{}, refused: map[string]Refusal{}, disabled: map[string]discover.Plugin{}, warned: map[string]bool{}}
 }
 
 // Reconcile rescans and converges. A broken config file keeps the current
@@ -70,6 +79,7 @@ func (f *Fleet) Reconcile() error {
 		f.log.Info("plugin shadowed by a later plugin directory", "plugin", s.Name, "ignored", s.Path, "used", s.By)
 	}
 
+	var warnings []string
 	wanted := map[string]supervise.Settings{}
 	plugins := map[string]discover.Plugin{}
 	refused := map[string]Refusal{}
@@ -80,7 +90,10 @@ func (f *Fleet) Reconcile() error {
 			disabled[p.Name] = p
 			continue
 		}
-		settings, err := f.settings(p, pc)
+		settings, warns, err := f.settings(p, pc)
+		for _, w := range warns {
+			warnings = append(warnings, "plugin "+p.Name+": "+w)
+		}
 		if err != nil {
 			refused[p.Name] = Refusal{Plugin: p, Reason: err.Error()}
 			continue
@@ -96,6 +109,12 @@ func (f *Fleet) Reconcile() error {
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, w := range warnings {
+		if !f.warned[w] {
+			f.warned[w] = true
+			f.log.Warn(w)
+		}
+	}
 	for name, r := range refused {
 		if prev, ok := f.refused[name]; !ok || prev.Reason != r.Reason {
 			f.log.Error("plugin refused", "plugin", name, "path", r.Plugin.Path, "reason", r.Reason)
@@ -134,12 +153,13 @@ func (f *Fleet) Reconcile() error {
 	return nil
 }
 
-// settings combines defaults, config file and manifest for one plugin.
-func (f *Fleet) settings(p discover.Plugin, pc config.Plugin) (supervise.Settings, error) {
+// settings combines defaults, config file and manifest for one plugin, and
+// refuses the plugin (error) when its manifest cannot be honoured.
+func (f *Fleet) settings(p discover.Plugin, pc config.Plugin) (supervise.Settings, []string, error) {
 	s := f.opts.Defaults
 	m, err := manifest.Load(p.Manifest)
 	if err != nil {
-		return s, err
+		return s, nil, err
 	}
 	m = manifest.Merge(m, pc.Manifest)
 	if pc.Timeout > 0 {
@@ -150,16 +170,38 @@ func (f *Fleet) settings(p discover.Plugin, pc config.Plugin) (supervise.Setting
 	}
 	s.MetricPrefix = pc.MetricPrefix
 	if s.Config, err = pc.Struct(); err != nil {
-		return s, err
+		return s, nil, err
 	}
 	s.SHA256 = m.SHA256
+	if m.SHA256 != "" {
+		sum, err := supervise.FileSHA256(p.Target)
+		if err != nil {
+			return s, nil, err
+		}
+		if !strings.EqualFold(sum, m.SHA256) {
+			return s, nil, fmt.Errorf("sha256 of %s is %s, the manifest pins %s: refusing a binary that is not the one pinned", p.Target, sum, m.SHA256)
+		}
+	}
 	s.Env = nil
 	for _, name := range m.Env {
 		if v, ok := os.LookupEnv(name); ok {
 			s.Env = append(s.Env, name+"="+v)
 		}
 	}
-	return s, nil
+	if !f.opts.Sandbox {
+		return s, nil, nil
+	}
+	if !f.opts.InsecurePermissions {
+		if err := sandbox.CheckPermissions(p.Path, p.Target); err != nil {
+			return s, nil, err
+		}
+	}
+	spec, warnings, err := sandbox.Resolve(m, p.Target, p.Path, sandbox.Host{AllowRoot: f.opts.AllowRoot})
+	if err != nil {
+		return s, warnings, err
+	}
+	s.Sandbox = spec
+	return s, warnings, nil
 }
 
 // Supervisors returns the running supervisors sorted by plugin name.

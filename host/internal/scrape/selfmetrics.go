@@ -79,9 +79,7 @@ func (m *selfMetrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, st.Name, st.Info.GetVersion(), st.Info.GetApiVersion(), st.SHA256)
 		}
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, b2f(st.Up), st.Name)
-		// The sandbox (issue: per-plugin sandbox) is not applied yet: every
-		// plugin runs with the host's identity, and says so.
-		ch <- prometheus.MustNewConstMetric(descSandboxed, prometheus.GaugeValue, 0, st.Name)
+		ch <- prometheus.MustNewConstMetric(descSandboxed, prometheus.GaugeValue, b2f(st.Sandboxed), st.Name)
 		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.Restarts), st.Name)
 		if r, ok := m.scraped[st.Name]; ok {
 			ch <- prometheus.MustNewConstMetric(descDuration, prometheus.GaugeValue, r.seconds, st.Name)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/pluginlog"
+	"github.com/plexporter/plexporter/host/internal/sandbox"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
@@ -42,6 +43,8 @@ type Settings struct {
 	Env          []string // NAME=value pairs passed to the plugin
 	SHA256       string   // pin from the manifest; "" for none
 	MaxSeries    int
+	// Sandbox confines the plugin (nil: it runs as the host's user, unconfined).
+	Sandbox *sandbox.Spec
 
 	// Restart policy: the delay starts at MinBackoff, doubles to MaxBackoff,
 	// and resets once a run lasted HealthyAfter.
@@ -64,6 +67,7 @@ type Status struct {
 	Restarts           int
 	Info               *pluginv1.InfoResponse
 	Started            bool // the first start attempt is over (ok or not)
+	Sandboxed          bool
 }
 
 // Collection is one Collect's result. Batches received before an error are kept.
@@ -114,7 +118,7 @@ func New(p discover.Plugin, s Settings, log *slog.Logger) *Supervisor {
 		plugin:   p,
 		settings: s,
 		log:      log.With("plugin", p.Name),
-		status:   Status{Name: p.Name, Path: p.Path, State: StateStarting},
+		status:   Status{Name: p.Name, Path: p.Path, State: StateStarting, Sandboxed: s.Sandbox != nil},
 		first:    make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -202,7 +206,7 @@ func exitText(err error) string {
 
 // start launches the process and runs Info and Configure.
 func (s *Supervisor) start(ctx context.Context) error {
-	sum, err := fileSHA256(s.plugin.Target)
+	sum, err := FileSHA256(s.plugin.Target)
 	if err != nil {
 		return err
 	}
@@ -223,11 +227,11 @@ func (s *Supervisor) start(ctx context.Context) error {
 		VersionedPlugins: transport.PluginSet(nil),
 		// go-plugin hands RunnerFunc an empty command carrying its handshake
 		// environment; we run the plugin binary with it.
-		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
-			cmd := exec.Command(s.plugin.Target)
-			cmd.Args[0] = s.plugin.Path // the name it was installed under
-			cmd.Env = append(env, spec.Env...)
-			var err error
+		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
+			cmd, err := s.command(env, spec.Env, socketDir)
+			if err != nil {
+				return nil, err
+			}
 			proc, err = newProcessRunner(cmd)
 			return proc, err
 		},
@@ -287,6 +291,37 @@ func (s *Supervisor) start(ctx context.Context) error {
 	s.mu.Unlock()
 	s.log.Info("plugin started", "version", info.GetVersion(), "api_version", info.GetApiVersion(), "pid", proc.ID())
 	return nil
+}
+
+// command builds the plugin's command line: the plugin binary itself, or
+// the host re-executed as the sandbox launcher that confines itself and
+// then execs the plugin.
+func (s *Supervisor) command(env, handshakeEnv []string, socketDir string) (*exec.Cmd, error) {
+	env = append(env, handshakeEnv...)
+	if s.settings.Sandbox == nil {
+		cmd := exec.Command(s.plugin.Target)
+		cmd.Args[0] = s.plugin.Path // the name it was installed under
+		cmd.Env = env
+		return cmd, nil
+	}
+	spec := *s.settings.Sandbox
+	spec.SocketDir = socketDir
+	// go-plugin made the socket directory for the host's user; the plugin
+	// creates its socket there, the host (root) can still connect.
+	if err := os.Chown(socketDir, spec.UID, spec.GID); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the host binary for the sandbox launcher: %w", err)
+	}
+	encoded, err := spec.Encode()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, sandbox.LaunchArg)
+	cmd.Env = append(env, encoded)
+	return cmd, nil
 }
 
 // kill stops the process group and records the new state.
@@ -357,7 +392,8 @@ func (s *Supervisor) collect(client pluginv1.PluginServiceClient) *Collection {
 	}
 }
 
-func fileSHA256(path string) (string, error) {
+// FileSHA256 returns the hex SHA-256 of a file.
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

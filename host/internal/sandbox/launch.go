@@ -1,0 +1,189 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/cap"
+)
+
+// Launch is the launcher's main: it confines the current process as the
+// Spec in the environment says and execs the plugin. It never returns; on
+// any failure it exits with a message on stderr (the host logs it under the
+// plugin's name), so a plugin never runs less confined than asked.
+func Launch() {
+	runtime.LockOSThread() // per-thread attributes (pdeathsig) are set on the exec'ing thread
+	spec, err := decodeSpec()
+	if err == nil {
+		err = apply(spec)
+	}
+	if err == nil {
+		env := slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, specEnv+"=") })
+		err = syscall.Exec(spec.Binary, []string{spec.Argv0}, env)
+		err = fmt.Errorf("exec %s: %w", spec.Binary, err)
+	}
+	fmt.Fprintf(os.Stderr, "[ERROR] plexporter sandbox: %v\n", err)
+	os.Exit(126)
+}
+
+func apply(s *Spec) error {
+	ppid := os.Getppid()
+	if err := limits(s); err != nil {
+		return err
+	}
+	// The ruleset is built while still root: opening the granted paths must
+	// not depend on the plugin user's own permissions.
+	rulesetFD := -1
+	var rulesetFlags uint32
+	if s.Landlock {
+		var err error
+		rulesetFD, rulesetFlags, err = landlock.V7.BestEffort().EnableLoggingForSubprocesses().NewRulesetFD(rules(s)...)
+		if err != nil {
+			return fmt.Errorf("landlock ruleset: %w", err)
+		}
+		if rulesetFD < 0 {
+			return fmt.Errorf("landlock is not available, the path rules cannot be enforced")
+		}
+		defer unix.Close(rulesetFD)
+	}
+	if err := credentials(s); err != nil {
+		return err
+	}
+	// no_new_privs on every thread: setuid binaries and file capabilities
+	// cannot give the plugin (or anything it runs) more than it has.
+	if _, err := cap.Prctlw(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if rulesetFD >= 0 {
+		// This thread (locked, never unlocked) is the one that execs, and
+		// exec keeps its Landlock domain.
+		if err := llsyscall.LandlockRestrictSelf(rulesetFD, rulesetFlags); err != nil {
+			return fmt.Errorf("landlock: %w", err)
+		}
+	}
+	// Changing credentials cleared the parent-death signal; set it again
+	// and make sure the host did not die in between.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGTERM), 0, 0, 0); err != nil {
+		return fmt.Errorf("pdeathsig: %w", err)
+	}
+	if os.Getppid() != ppid {
+		return fmt.Errorf("the host exited during launch")
+	}
+	return nil
+}
+
+// limits joins the plugin's cgroup, or falls back to rlimits that are safe
+// for Go programs: RLIMIT_DATA (the Go runtime reserves address space with
+// PROT_NONE mappings that RLIMIT_AS would count, RLIMIT_DATA does not) and
+// RLIMIT_NOFILE. There is no safe rlimit for pids: RLIMIT_NPROC counts
+// threads of every process of the uid.
+func limits(s *Spec) error {
+	if s.CgroupDir != "" {
+		if err := os.WriteFile(filepath.Join(s.CgroupDir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+			return fmt.Errorf("join cgroup %s: %w", s.CgroupDir, err)
+		}
+	} else if s.MemoryBytes > 0 {
+		lim := uint64(s.MemoryBytes)
+		if err := unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: lim, Max: lim}); err != nil {
+			return fmt.Errorf("RLIMIT_DATA: %w", err)
+		}
+	}
+	if s.Nofile > 0 {
+		lim := uint64(s.Nofile)
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: lim, Max: lim}); err != nil {
+			return fmt.Errorf("RLIMIT_NOFILE: %w", err)
+		}
+	}
+	return nil
+}
+
+// credentials switches to the plugin's uid/gid keeping exactly the granted
+// capabilities: ambient, inheritable, permitted and effective hold them, the
+// bounding set holds nothing else.
+func credentials(s *Spec) error {
+	granted := make([]cap.Value, 0, len(s.Caps))
+	for _, name := range s.Caps {
+		c, err := cap.FromName(name)
+		if err != nil {
+			return err
+		}
+		granted = append(granted, c)
+	}
+	var drop []cap.Value
+	for c := cap.Value(0); c < cap.MaxBits(); c++ {
+		if !slices.Contains(granted, c) {
+			drop = append(drop, c)
+		}
+	}
+	if err := cap.DropBound(drop...); err != nil {
+		return fmt.Errorf("drop bounding set: %w", err)
+	}
+	if err := cap.SetGroups(s.GID); err != nil {
+		return fmt.Errorf("setgroups/setgid %d: %w", s.GID, err)
+	}
+	if err := cap.SetUID(s.UID); err != nil { // keeps the permitted set
+		return fmt.Errorf("setuid %d: %w", s.UID, err)
+	}
+	set := cap.NewSet()
+	for _, f := range []cap.Flag{cap.Permitted, cap.Effective, cap.Inheritable} {
+		if err := set.SetFlag(f, true, granted...); err != nil {
+			return err
+		}
+	}
+	if err := set.SetProc(); err != nil {
+		return fmt.Errorf("set capabilities: %w", err)
+	}
+	if err := cap.ResetAmbient(); err != nil {
+		return fmt.Errorf("reset ambient: %w", err)
+	}
+	if len(granted) > 0 {
+		if err := cap.SetAmbient(true, granted...); err != nil {
+			return fmt.Errorf("raise ambient %v: %w", s.Caps, err)
+		}
+	}
+	return nil
+}
+
+// rules lists what the plugin may touch: its manifest's paths and, always,
+// its own binary, the dynamic loader's libraries, /dev/null and go-plugin's
+// socket directory.
+func rules(s *Spec) []landlock.Rule {
+	var out []landlock.Rule
+	add := func(paths []string, file, dir func(...string) landlock.FSRule, ioctl bool) {
+		for _, p := range paths {
+			matches, _ := filepath.Glob(p)
+			if len(matches) == 0 {
+				matches = []string{p}
+			}
+			for _, m := range matches {
+				r := file(m)
+				if fi, err := os.Stat(m); err == nil && fi.IsDir() {
+					r = dir(m)
+				}
+				if ioctl {
+					r = r.WithIoctlDev()
+				}
+				out = append(out, r.IgnoreIfMissing())
+			}
+		}
+	}
+	add(s.ReadOnly, landlock.ROFiles, landlock.RODirs, false)
+	add(s.ReadWrite, landlock.RWFiles, landlock.RWDirs, false)
+	add(s.Devices, landlock.RWFiles, landlock.RWDirs, true)
+	add([]string{s.Binary, "/etc/ld.so.cache"}, landlock.ROFiles, landlock.RODirs, false)
+	add([]string{"/lib", "/lib64", "/usr/lib", "/usr/lib64"}, landlock.ROFiles, landlock.RODirs, false)
+	add([]string{"/dev/null"}, landlock.RWFiles, landlock.RWDirs, false)
+	if s.SocketDir != "" {
+		add([]string{s.SocketDir}, landlock.RWFiles, landlock.RWDirs, false)
+	}
+	return out
+}

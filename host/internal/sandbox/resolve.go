@@ -1,0 +1,137 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"kernel.org/pub/linux/libs/security/libcap/cap"
+
+	"github.com/plexporter/plexporter/host/internal/manifest"
+)
+
+// DefaultUser runs plugins whose manifest names no user; packaging creates it.
+const DefaultUser = "plexporter"
+
+// Host describes what the host allows and can do.
+type Host struct {
+	AllowRoot bool // --plugin.allow-root
+}
+
+// Resolve builds the Spec for a plugin, or explains why its manifest cannot
+// be honoured. warnings are worth logging but do not refuse the plugin.
+func Resolve(m *manifest.Manifest, binary, argv0 string, h Host) (spec *Spec, warnings []string, err error) {
+	s := &Spec{Binary: binary, Argv0: argv0, Nofile: m.Limits.Nofile, Pids: m.Limits.Pids, Landlock: true}
+	if s.UID, s.GID, warnings, err = identity(m, h); err != nil {
+		return nil, warnings, err
+	}
+	for _, name := range m.Capabilities {
+		c, err := cap.FromName(strings.ToLower(name))
+		if err != nil {
+			return nil, warnings, fmt.Errorf("capability %s: unknown to this host", name)
+		}
+		if ok, _ := cap.GetProc().GetFlag(cap.Permitted, c); !ok {
+			return nil, warnings, fmt.Errorf("manifest grants %s but the host does not have it", name)
+		}
+		s.Caps = append(s.Caps, strings.ToLower(name))
+	}
+	if m.Limits.Memory != "" {
+		if s.MemoryBytes, err = manifest.ParseBytes(m.Limits.Memory); err != nil {
+			return nil, warnings, err
+		}
+	}
+	s.ReadOnly, s.ReadWrite, s.Devices = m.Paths.ReadOnly, m.Paths.ReadWrite, m.Paths.Devices
+	if v, err := llsyscall.LandlockGetABIVersion(); err != nil || v < 1 {
+		return nil, warnings, errors.New("the kernel has no Landlock, so the manifest's path rules cannot be enforced")
+	} else if len(s.Devices) > 0 && v < 5 {
+		warnings = append(warnings, fmt.Sprintf("Landlock ABI %d cannot restrict device ioctls (needs 5); devices are limited to open/read/write", v))
+	}
+	return s, warnings, nil
+}
+
+// identity resolves the manifest's user and group.
+func identity(m *manifest.Manifest, h Host) (uid, gid int, warnings []string, err error) {
+	name := m.User
+	if name == "" {
+		name = DefaultUser
+	}
+	u, err := lookupUser(name)
+	if err != nil && m.User == "" {
+		warnings = append(warnings, fmt.Sprintf("user %q does not exist; running the plugin as nobody/nogroup (create the %s user)", DefaultUser, DefaultUser))
+		u, err = lookupUser("nobody")
+	}
+	if err != nil {
+		return 0, 0, warnings, fmt.Errorf("user %q: %w", name, err)
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	switch {
+	case m.Group != "":
+		if gid, err = lookupGroup(m.Group); err != nil {
+			return 0, 0, warnings, fmt.Errorf("group %q: %w", m.Group, err)
+		}
+	case m.User == "" && u.Username == "nobody":
+		if g, err := lookupGroup("nogroup"); err == nil {
+			gid = g
+		}
+	}
+	if uid == 0 || gid == 0 {
+		if !(m.AllowRoot && h.AllowRoot) {
+			return 0, 0, warnings, errors.New("running as root (uid or gid 0) needs allow_root in the manifest and --plugin.allow-root on the host")
+		}
+		warnings = append(warnings, "plugin runs as root, allowed by manifest and host")
+	}
+	return uid, gid, warnings, nil
+}
+
+func lookupUser(name string) (*user.User, error) {
+	if _, err := strconv.Atoi(name); err == nil {
+		return user.LookupId(name)
+	}
+	return user.Lookup(name)
+}
+
+func lookupGroup(name string) (int, error) {
+	if id, err := strconv.Atoi(name); err == nil {
+		return id, nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(g.Gid)
+}
+
+// CheckPermissions applies sshd's StrictModes idea to a plugin: the
+// executable and the directories holding it (the link's and the target's)
+// must be owned by root or the host's user and not writable by group or
+// others, or anyone who can write there can run code as the plugin.
+func CheckPermissions(path, target string) error {
+	hostUID := uint32(os.Geteuid())
+	check := func(p string) error {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != 0 && st.Uid != hostUID {
+			return fmt.Errorf("%s is owned by uid %d, not root or the host's user (or use --plugin.insecure-permissions)", p, st.Uid)
+		}
+		if fi.Mode().Perm()&0o022 != 0 {
+			return fmt.Errorf("%s is writable by group or others (mode %s; or use --plugin.insecure-permissions)", p, fi.Mode().Perm())
+		}
+		return nil
+	}
+	for _, p := range []string{target, filepath.Dir(target), filepath.Dir(path)} {
+		if err := check(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}

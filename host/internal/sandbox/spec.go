@@ -1,0 +1,62 @@
+// Package sandbox confines a plugin to what its manifest grants, from the
+// outside: the host re-executes itself as a small launcher (Launch) that
+// sets credentials, capabilities, no_new_privs, Landlock rules and limits on
+// itself and then execs the plugin binary. Nothing depends on the plugin's
+// cooperation, so vendor plugins in any language are confined alike.
+//
+// Resolve turns a manifest into a Spec on the host side and refuses what
+// cannot be honoured (missing user, a capability the host lacks, a kernel
+// without Landlock for a manifest that restricts paths): a plugin is never
+// run with more privilege than its manifest says.
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// LaunchArg is the first argument of the host binary in launcher mode.
+const LaunchArg = "__plexporter-sandbox-launch"
+
+// specEnv carries the JSON Spec from host to launcher.
+const specEnv = "PLEXPORTER_SANDBOX_SPEC"
+
+// Spec is everything the launcher applies before exec.
+type Spec struct {
+	Binary      string   `json:"binary"` // resolved path, executed
+	Argv0       string   `json:"argv0"`  // the name it was installed under
+	UID         int      `json:"uid"`
+	GID         int      `json:"gid"`
+	Caps        []string `json:"caps"`       // ambient = permitted = effective; bounding = these only
+	ReadOnly    []string `json:"read_only"`  // files or directories
+	ReadWrite   []string `json:"read_write"` // files or directories
+	Devices     []string `json:"devices"`    // read/write + ioctl on device files (globs expanded at launch)
+	SocketDir   string   `json:"socket_dir"` // go-plugin's unix socket directory
+	MemoryBytes int64    `json:"memory"`     // 0: none
+	Pids        int      `json:"pids"`       // 0: none (needs a cgroup)
+	Nofile      int      `json:"nofile"`     // 0: inherit
+	CgroupDir   string   `json:"cgroup_dir"` // cgroup v2 directory to join, "" for rlimits
+	Landlock    bool     `json:"landlock"`   // apply path rules
+}
+
+// Encode returns the environment entry that hands s to the launcher.
+func (s *Spec) Encode() (string, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", err
+	}
+	return specEnv + "=" + string(b), nil
+}
+
+func decodeSpec() (*Spec, error) {
+	raw := os.Getenv(specEnv)
+	if raw == "" {
+		return nil, fmt.Errorf("%s is not set; the launcher is started by plexporter only", specEnv)
+	}
+	var s Spec
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", specEnv, err)
+	}
+	return &s, nil
+}

@@ -1,0 +1,150 @@
+// Command probe is a test-only plugin (never shipped) that reports, as
+// metrics, what it can do from inside its sandbox: its identity, capability
+// sets and no_new_privs, and whether forbidden actions succeed. The sandbox
+// tests assert both that each action is denied inside the sandbox and that
+// it succeeds with the sandbox off, so the tests can fail.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/plexporter/plexporter/sdk"
+)
+
+type config struct {
+	ReadGranted string   `json:"read_granted"` // a file the manifest grants (control)
+	ReadOutside string   `json:"read_outside"` // a file outside the granted paths
+	WriteRO     string   `json:"write_read_only"`
+	BindPort    int      `json:"bind_port"`  // a privileged port
+	SetuidBin   string   `json:"setuid_bin"` // a setuid-root copy of this binary
+	HogMiB      int      `json:"hog_mib"`    // allocate and touch this much in Collect
+	EnvNames    []string `json:"env_names"`  // report which of these are set
+}
+
+var (
+	identity = sdk.NewDesc("probe_identity", sdk.Gauge, "1, labelled with the process credentials.", "uid", "gid", "euid")
+	capsDesc = sdk.NewDesc("probe_capabilities", sdk.Gauge, "1, labelled with a capability set from /proc/self/status.", "set", "hex")
+	nnp      = sdk.NewDesc("probe_no_new_privs", sdk.Gauge, "NoNewPrivs from /proc/self/status.")
+	allowed  = sdk.NewDesc("probe_allowed", sdk.Gauge, "1 if the action succeeded, 0 if it was denied.", "action", "detail")
+	envDesc  = sdk.NewDesc("probe_env_present", sdk.Gauge, "1 if the environment variable is set.", "name")
+	hogDesc  = sdk.NewDesc("probe_hog_bytes", sdk.Gauge, "Bytes allocated and touched.")
+)
+
+type probe struct{ cfg config }
+
+func (p *probe) Info() sdk.Info {
+	return sdk.Info{Name: strings.TrimPrefix(filepath.Base(os.Args[0]), "plexporter-"), Version: "0.0.1-test"}
+}
+
+func (p *probe) Configure(_ context.Context, c sdk.Config) error { return c.Decode(&p.cfg) }
+
+func (p *probe) Collect(_ context.Context, w *sdk.Writer) error {
+	w.Gauge(identity, 1, fmt.Sprint(os.Getuid()), fmt.Sprint(os.Getgid()), fmt.Sprint(os.Geteuid()))
+	status, err := readStatus()
+	if err != nil {
+		return err
+	}
+	for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		w.Gauge(capsDesc, 1, set, status[set])
+	}
+	if status["NoNewPrivs"] == "1" {
+		w.Gauge(nnp, 1)
+	} else {
+		w.Gauge(nnp, 0)
+	}
+	check := func(action string, err error) {
+		v := 0.0
+		if err == nil {
+			v = 1
+		}
+		detail := "ok"
+		if err != nil {
+			detail = errors.Unwrap(err).Error()
+			if detail == "" {
+				detail = err.Error()
+			}
+		}
+		w.Gauge(allowed, v, action, detail)
+	}
+	if p.cfg.ReadGranted != "" {
+		_, err := os.ReadFile(p.cfg.ReadGranted)
+		check("read_granted", err)
+	}
+	if p.cfg.ReadOutside != "" {
+		_, err := os.ReadFile(p.cfg.ReadOutside)
+		check("read_outside", err)
+	}
+	if p.cfg.WriteRO != "" {
+		f, err := os.OpenFile(p.cfg.WriteRO, os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			f.Close()
+		}
+		check("write_read_only", err)
+	}
+	if p.cfg.BindPort > 0 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p.cfg.BindPort))
+		if err == nil {
+			l.Close()
+		} else if errors.Is(err, syscall.EADDRINUSE) {
+			err = nil // the bind itself was permitted
+		}
+		check("bind_privileged_port", err)
+	}
+	if p.cfg.SetuidBin != "" {
+		out, err := exec.Command(p.cfg.SetuidBin, "euid").Output()
+		if err == nil && strings.TrimSpace(string(out)) != "0" {
+			err = fmt.Errorf("gain root: %w", fmt.Errorf("euid stayed %s", strings.TrimSpace(string(out))))
+		}
+		check("setuid_gain_root", err)
+	}
+	for _, name := range p.cfg.EnvNames {
+		_, ok := os.LookupEnv(name)
+		v := 0.0
+		if ok {
+			v = 1
+		}
+		w.Gauge(envDesc, v, name)
+	}
+	if p.cfg.HogMiB > 0 {
+		buf := make([]byte, p.cfg.HogMiB<<20)
+		for i := 0; i < len(buf); i += 4096 {
+			buf[i] = 1
+		}
+		w.Gauge(hogDesc, float64(len(buf)))
+	}
+	return nil
+}
+
+func readStatus() (map[string]string, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out, sc.Err()
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "euid" { // run as a setuid copy by the probe itself
+		fmt.Println(os.Geteuid())
+		return
+	}
+	sdk.Serve(&probe{})
+}

@@ -1,0 +1,238 @@
+package main
+
+// Sandbox tests: a probe plugin reports from inside its sandbox what it
+// can do. Every denial is checked twice: denied with the sandbox on, and
+// allowed with it off (so each assertion can fail). CI runs as root.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/plexporter/plexporter/host/internal/supervise"
+)
+
+// sandboxTree lays out a world-traversable plugin directory (the plugin
+// user must reach its binary) with probe plugins, their manifests and data.
+type sandboxTree struct {
+	root, plugins, bin, data string
+}
+
+func newSandboxTree(t *testing.T) *sandboxTree {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("sandbox tests need root (CI runs as root)")
+	}
+	root, err := os.MkdirTemp("", "plexporter-sandbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	st := &sandboxTree{root: root, plugins: filepath.Join(root, "plugins"), bin: filepath.Join(root, "bin"), data: filepath.Join(root, "data")}
+	for _, d := range []string{root, st.plugins, st.bin, st.data} {
+		os.MkdirAll(d, 0o755)
+		os.Chmod(d, 0o755)
+	}
+	copyFile(t, filepath.Join(binDir, "probe"), filepath.Join(st.bin, "probe"), 0o755)
+	copyFile(t, filepath.Join(binDir, "probe"), filepath.Join(st.bin, "suid-probe"), 0o755)
+	if err := os.Chmod(filepath.Join(st.bin, "suid-probe"), 0o4755); err != nil {
+		t.Fatal(err)
+	}
+	for name, mode := range map[string]os.FileMode{"granted.txt": 0o644, "secret.txt": 0o644, "ro.txt": 0o666} {
+		p := filepath.Join(st.data, name)
+		os.WriteFile(p, []byte(name), mode)
+		os.Chmod(p, mode) // DAC allows; only the sandbox can deny
+	}
+	return st
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+}
+
+// install links the probe as plexporter-<name> with the given manifest.
+func (st *sandboxTree) install(t *testing.T, name, manifest string) {
+	t.Helper()
+	if err := os.Symlink(filepath.Join(st.bin, "probe"), filepath.Join(st.plugins, "plexporter-"+name)); err != nil {
+		t.Fatal(err)
+	}
+	if manifest != "" {
+		os.WriteFile(filepath.Join(st.plugins, "plexporter-"+name+".yaml"), []byte(manifest), 0o644)
+	}
+}
+
+func (st *sandboxTree) probeManifest(extra string) string {
+	return fmt.Sprintf(`user: nobody
+group: nogroup
+paths:
+  read_only: [%s, %s, /proc/self/status, %s]
+limits: {memory: 96MiB, nofile: 256}
+env: [PROBE_ALLOWED]
+%s`, filepath.Join(st.data, "granted.txt"), filepath.Join(st.data, "ro.txt"), filepath.Join(st.bin, "suid-probe"), extra)
+}
+
+func (st *sandboxTree) probeConfig(hog int) string {
+	return fmt.Sprintf(`{config: {read_granted: %q, read_outside: %q, write_read_only: %q, bind_port: 81, setuid_bin: %q, env_names: [PROBE_ALLOWED, PROBE_SECRET], hog_mib: %d}}`,
+		filepath.Join(st.data, "granted.txt"), filepath.Join(st.data, "secret.txt"), filepath.Join(st.data, "ro.txt"), filepath.Join(st.bin, "suid-probe"), hog)
+}
+
+// startSandboxHost runs a host on the tree's plugin dir, sandbox on unless
+// args say otherwise.
+func startSandboxHost(t *testing.T, st *sandboxTree, pluginsYAML string, args ...string) *host {
+	t.Helper()
+	t.Setenv("PROBE_ALLOWED", "1")
+	t.Setenv("PROBE_SECRET", "1")
+	if !slices.Contains(args, "--no-plugin.sandbox") {
+		args = append(args, "--plugin.sandbox")
+	}
+	return startHostIn(t, st.plugins, pluginsYAML, args...)
+}
+
+func TestSandboxConfinesPlugin(t *testing.T) {
+	st := newSandboxTree(t)
+	st.install(t, "probe", st.probeManifest(""))
+	st.install(t, "capprobe", st.probeManifest("capabilities: [CAP_NET_BIND_SERVICE]\n"))
+	cfg := fmt.Sprintf("  probe: %s\n  capprobe: %s\n", st.probeConfig(0), st.probeConfig(0))
+
+	on := startSandboxHost(t, st, cfg)
+	text, mfs := on.scrape("")
+	for _, p := range []string{"probe", "capprobe"} {
+		if value(mfs, "plexporter_plugin_sandboxed", "plugin", p) != 1 || value(mfs, "plexporter_plugin_up", "plugin", p) != 1 {
+			t.Fatalf("%s not up and sandboxed:\n%s", p, text)
+		}
+	}
+	// the probe is one binary installed twice; tell its two series apart by
+	// scraping each plugin alone
+	_, probe := on.scrape("?collect[]=probe")
+	_, capprobe := on.scrape("?collect[]=capprobe")
+	want := func(_ map[string]*dto.MetricFamily, what string, got, wantV float64) {
+		t.Helper()
+		if got != wantV {
+			t.Errorf("%s = %v, want %v", what, got, wantV)
+		}
+	}
+	want(probe, "identity nobody/nogroup", value(probe, "probe_identity", "uid", "65534", "gid", "65534", "euid", "65534"), 1)
+	for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		want(probe, "probe "+set+" empty", value(probe, "probe_capabilities", "set", set, "hex", "0000000000000000"), 1)
+		want(capprobe, "capprobe "+set+" = CAP_NET_BIND_SERVICE only", value(capprobe, "probe_capabilities", "set", set, "hex", "0000000000000400"), 1)
+	}
+	want(probe, "no_new_privs", value(probe, "probe_no_new_privs"), 1)
+	want(probe, "read a granted file", value(probe, "probe_allowed", "action", "read_granted"), 1)
+	want(probe, "read outside the granted paths", value(probe, "probe_allowed", "action", "read_outside"), 0)
+	want(probe, "write a read-only path", value(probe, "probe_allowed", "action", "write_read_only"), 0)
+	want(probe, "bind port 81 without CAP_NET_BIND_SERVICE", value(probe, "probe_allowed", "action", "bind_privileged_port"), 0)
+	want(capprobe, "bind port 81 with CAP_NET_BIND_SERVICE", value(capprobe, "probe_allowed", "action", "bind_privileged_port"), 1)
+	want(probe, "gain root through a setuid-root binary", value(probe, "probe_allowed", "action", "setuid_gain_root"), 0)
+	want(probe, "allowed env var passed", value(probe, "probe_env_present", "name", "PROBE_ALLOWED"), 1)
+	want(probe, "other env var withheld", value(probe, "probe_env_present", "name", "PROBE_SECRET"), 0)
+
+	// The same checks with the sandbox off must succeed, or the assertions
+	// above prove nothing.
+	off := startSandboxHost(t, st, cfg, "--no-plugin.sandbox")
+	_, free := off.scrape("?collect[]=probe")
+	want(free, "sandboxed off", value(free, "plexporter_plugin_sandboxed", "plugin", "probe"), 0)
+	want(free, "runs as root when off", value(free, "probe_identity", "uid", "0", "gid", "0", "euid", "0"), 1)
+	want(free, "no_new_privs off", value(free, "probe_no_new_privs"), 0)
+	for _, action := range []string{"read_outside", "write_read_only", "bind_privileged_port", "setuid_gain_root"} {
+		want(free, action+" without sandbox", value(free, "probe_allowed", "action", action), 1)
+	}
+}
+
+func TestSandboxMemoryLimitKillsOnlyThatPlugin(t *testing.T) {
+	st := newSandboxTree(t)
+	st.install(t, "probe", st.probeManifest(""))
+	st.install(t, "hog", st.probeManifest(""))
+	cfg := fmt.Sprintf("  probe: %s\n  hog: %s\n", st.probeConfig(0), st.probeConfig(256))
+	h := startSandboxHost(t, st, cfg)
+	_, mfs := h.scrape("")
+	if value(mfs, "plexporter_plugin_scrape_success", "plugin", "hog") != 0 {
+		t.Fatal("a plugin allocating 256 MiB under a 96 MiB limit must fail")
+	}
+	if value(mfs, "plexporter_plugin_scrape_success", "plugin", "probe") != 1 || value(mfs, "probe_allowed", "action", "read_granted") != 1 {
+		t.Fatal("the other plugin was affected")
+	}
+	h.waitFor(5*time.Second, "hog restarted", func() bool {
+		_, mfs := h.scrape("?collect[]=probe")
+		return value(mfs, "plexporter_plugin_restarts_total", "plugin", "hog") >= 1
+	})
+	// Under RLIMIT_DATA the Go runtime dies in more than one way ("out of
+	// memory", "cannot allocate memory", even a SIGSEGV inside the GC); what
+	// matters is that the host saw it die and restarted it.
+	if !strings.Contains(h.logs.String(), `msg="plugin down; restarting" plugin=hog`) {
+		t.Errorf("the hog's death is not in the host log")
+	}
+
+	off := startSandboxHost(t, st, cfg, "--no-plugin.sandbox")
+	if _, mfs := off.scrape(""); value(mfs, "plexporter_plugin_scrape_success", "plugin", "hog") != 1 {
+		t.Fatal("without the sandbox the same allocation must succeed")
+	}
+}
+
+func TestSandboxRefusals(t *testing.T) {
+	st := newSandboxTree(t)
+	st.install(t, "good", st.probeManifest(""))
+	st.install(t, "pinned", st.probeManifest("sha256: "+strings.Repeat("ab", 32)+"\n"))
+	st.install(t, "nouser", "user: no-such-user-here\n")
+	st.install(t, "rootless", "user: root\n")
+	st.install(t, "badcap", "capabilities: [CAP_NO_SUCH_THING]\n")
+	h := startSandboxHost(t, st, "")
+	_, mfs := h.scrape("")
+	if value(mfs, "plexporter_plugin_up", "plugin", "good") != 1 {
+		t.Fatal("good plugin not running")
+	}
+	for name, reason := range map[string]string{
+		"pinned":   "the manifest pins",
+		"nouser":   "no-such-user-here",
+		"rootless": "allow_root",
+		"badcap":   "capabilit",
+	} {
+		if value(mfs, "plexporter_plugin_refused", "plugin", name) != 1 || value(mfs, "plexporter_plugin_up", "plugin", name) != 0 {
+			t.Errorf("%s not refused", name)
+		}
+		if !strings.Contains(h.logs.String(), reason) {
+			t.Errorf("refusal of %s: log lacks %q", name, reason)
+		}
+	}
+	// pinned with the right checksum runs
+	sum, _ := supervise.FileSHA256(filepath.Join(st.bin, "probe"))
+	os.WriteFile(filepath.Join(st.plugins, "plexporter-pinned.yaml"), []byte(st.probeManifest("sha256: "+sum+"\n")), 0o644)
+	h.waitFor(5*time.Second, "correctly pinned plugin running", func() bool {
+		_, mfs := h.scrape("")
+		return value(mfs, "plexporter_plugin_up", "plugin", "pinned") == 1
+	})
+}
+
+func TestSandboxStrictModes(t *testing.T) {
+	st := newSandboxTree(t)
+	st.install(t, "probe", st.probeManifest(""))
+	os.Chmod(st.bin, 0o777) // anyone could replace the binary
+	h := startSandboxHost(t, st, "")
+	_, mfs := h.scrape("")
+	if value(mfs, "plexporter_plugin_refused", "plugin", "probe") != 1 || !strings.Contains(h.logs.String(), "writable by group or others") {
+		t.Fatal("a plugin in a world-writable directory must be refused")
+	}
+	lax := startSandboxHost(t, st, "", "--plugin.insecure-permissions")
+	if _, mfs := lax.scrape(""); value(mfs, "plexporter_plugin_up", "plugin", "probe") != 1 {
+		t.Fatal("--plugin.insecure-permissions must let it run")
+	}
+}
