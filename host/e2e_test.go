@@ -36,7 +36,13 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	for pkg, out := range map[string]string{".": "plexporter", "./internal/testplugins/chaos": "chaos", "./internal/testplugins/probe": "probe"} {
+	builds := map[string]string{".": "plexporter", "./internal/testplugins/chaos": "chaos", "./internal/testplugins/probe": "probe"}
+	shipped, _ := filepath.Glob("../plugins/*/main.go")
+	for _, m := range shipped {
+		name := filepath.Base(filepath.Dir(m))
+		builds["../plugins/"+name] = "shipped/plexporter-" + name
+	}
+	for pkg, out := range builds {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build` does
 		cmd.Stderr = os.Stderr

@@ -162,11 +162,11 @@ func TestSandboxMemoryLimitKillsOnlyThatPlugin(t *testing.T) {
 	st := newSandboxTree(t)
 	st.install(t, "probe", st.probeManifest(""))
 	st.install(t, "hog", st.probeManifest(""))
-	cfg := fmt.Sprintf("  probe: %s\n  hog: %s\n", st.probeConfig(0), st.probeConfig(256))
+	cfg := fmt.Sprintf("  probe: %s\n  hog: %s\n", st.probeConfig(0), st.probeConfig(512))
 	h := startSandboxHost(t, st, cfg)
 	_, mfs := h.scrape("")
 	if value(mfs, "plexporter_plugin_scrape_success", "plugin", "hog") != 0 {
-		t.Fatal("a plugin allocating 256 MiB under a 96 MiB limit must fail")
+		t.Fatal("a plugin allocating 512 MiB under a 96 MiB limit must fail")
 	}
 	if value(mfs, "plexporter_plugin_scrape_success", "plugin", "probe") != 1 || value(mfs, "probe_allowed", "action", "read_granted") != 1 {
 		t.Fatal("the other plugin was affected")
@@ -234,5 +234,41 @@ func TestSandboxStrictModes(t *testing.T) {
 	lax := startSandboxHost(t, st, "", "--plugin.insecure-permissions")
 	if _, mfs := lax.scrape(""); value(mfs, "plexporter_plugin_up", "plugin", "probe") != 1 {
 		t.Fatal("--plugin.insecure-permissions must let it run")
+	}
+}
+
+// Every shipped plugin must start and collect cleanly inside the sandbox its
+// own manifest describes, on this machine's real /sys and /proc.
+func TestShippedPluginsRunInTheirSandbox(t *testing.T) {
+	st := newSandboxTree(t)
+	bins, _ := filepath.Glob(filepath.Join(binDir, "shipped", "plexporter-*"))
+	if len(bins) == 0 {
+		t.Fatal("no shipped plugins built")
+	}
+	var names []string
+	for _, b := range bins {
+		name := strings.TrimPrefix(filepath.Base(b), "plexporter-")
+		names = append(names, name)
+		copyFile(t, b, filepath.Join(st.plugins, filepath.Base(b)), 0o755)
+		manifest, err := filepath.Glob(filepath.Join("..", "plugins", name, "plexporter-"+name+".yaml"))
+		if err != nil || len(manifest) != 1 {
+			t.Fatalf("plugin %s ships no manifest", name)
+		}
+		copyFile(t, manifest[0], filepath.Join(st.plugins, "plexporter-"+name+".yaml"), 0o644)
+	}
+	h := startSandboxHost(t, st, "")
+	text, mfs := h.scrape("")
+	for _, name := range names {
+		for _, m := range []string{"plexporter_plugin_up", "plexporter_plugin_sandboxed", "plexporter_plugin_scrape_success"} {
+			if value(mfs, m, "plugin", name) != 1 {
+				t.Errorf("%s{plugin=%q} != 1", m, name)
+			}
+		}
+	}
+	if errs := mfs["plexporter_plugin_collect_errors_total"]; errs != nil {
+		t.Errorf("shipped plugins report errors inside their sandbox:\n%v", errs)
+	}
+	if t.Failed() {
+		t.Logf("exposition:\n%s", text)
 	}
 }
