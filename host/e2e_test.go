@@ -509,6 +509,18 @@ func pluginInfoPID(t *testing.T, h *host, name string) string {
 	return ""
 }
 
+func TestStoppedPluginIsClosedAndItsChildrenKilled(t *testing.T) {
+	dir := t.TempDir()
+	pidFile, closeFile := filepath.Join(dir, "p.pid"), filepath.Join(dir, "closed")
+	h := startHost(t, []string{"stopme"}, fmt.Sprintf("  stopme: {config: {spawn_child: true, pid_file: %q, close_file: %q}}\n", pidFile, closeFile))
+	pid, child := readPIDs(t, pidFile)
+	os.Remove(filepath.Join(h.dir, "plexporter-stopme"))
+	h.waitFor(5*time.Second, "plugin and child gone", func() bool { return !alive(pid) && !alive(child) })
+	if b, err := os.ReadFile(closeFile); err != nil || string(b) != "closed\n" {
+		t.Fatalf("Close was not called on a graceful stop: %v", err)
+	}
+}
+
 func TestHostSIGKILLLeavesNoProcessBehind(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "p.pid")
 	h := startHost(t, []string{"parent"}, fmt.Sprintf("  parent: {config: {spawn_child: true, pid_file: %q}}\n", pidFile))

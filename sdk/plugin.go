@@ -37,6 +37,10 @@ type Plugin interface {
 	Collect(ctx context.Context, w *Writer) error
 }
 
+// A Plugin may also have a Close method (`Close()` or `Close() error`): Serve
+// calls it, for at most 2 s, when the host stops the plugin, so background
+// pollers can stop. It is not called when the host dies.
+
 // Info describes a plugin.
 type Info struct {
 	Name    string

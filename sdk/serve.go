@@ -5,6 +5,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -37,7 +38,30 @@ func Serve(p Plugin) {
 		GRPCServer:       plugin.DefaultGRPCServer,
 		Logger:           logger,
 	})
-	os.Exit(0)
+	// go-plugin returns when the host closed the connection (it stopped us,
+	// or it died): let the plugin stop its background work, then make sure
+	// nothing we started outlives us.
+	closePlugin(p)
+	exitGroup()
+}
+
+// closePlugin calls the plugin's optional Close method (with or without an
+// error result), bounded so a stuck Close cannot keep the process alive.
+func closePlugin(p Plugin) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		switch c := p.(type) {
+		case interface{ Close() error }:
+			_ = c.Close()
+		case interface{ Close() }:
+			c.Close()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
 }
 
 // watchLifeline exits the plugin, with every process it started, once the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -395,17 +394,7 @@ func TestParseHexAddr(t *testing.T) {
 
 // TestRecordingRules runs promtool check rules on the shipped rules file.
 func TestRecordingRules(t *testing.T) {
-	bin, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("PLEXPORTER_REQUIRE_PROMTOOL") != "" {
-			t.Fatal("promtool not found but PLEXPORTER_REQUIRE_PROMTOOL is set")
-		}
-		t.Skip("promtool not installed")
-	}
-	out, err := exec.Command(bin, "check", "rules", "nfs-recording-rules.yml").CombinedOutput()
-	if err != nil {
-		t.Fatalf("promtool check rules: %v\n%s", err, out)
-	}
+	sdktest.PromtoolRules(t, "nfs-recording-rules.yml")
 	// Every family a rule reads must be one the plugin exports.
 	rules, err := os.ReadFile("nfs-recording-rules.yml")
 	if err != nil {

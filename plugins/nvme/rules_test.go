@@ -5,37 +5,20 @@ import (
 	"os/exec"
 	"regexp"
 	"testing"
+
+	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
 var ruleFiles = []string{"plexporter-nvme.rules.yml", "plexporter-nvme.alerts.yml"}
 
-// promtool returns the promtool binary, skipping the test without one
-// unless PLEXPORTER_REQUIRE_PROMTOOL is set (as sdktest.Promtool does).
-func promtool(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("PLEXPORTER_REQUIRE_PROMTOOL") != "" {
-			t.Fatal("promtool not found but PLEXPORTER_REQUIRE_PROMTOOL is set")
-		}
-		t.Skip("promtool not installed (Debian package prometheus)")
-	}
-	return bin
-}
-
 func TestPromtoolCheckRules(t *testing.T) {
-	bin := promtool(t)
-	out, err := exec.Command(bin, append([]string{"check", "rules"}, ruleFiles...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("promtool check rules: %v\n%s", err, out)
-	}
+	sdktest.PromtoolRules(t, ruleFiles...)
 }
 
 // TestPromtoolTestRules evaluates the recording rules and alert examples on
 // series shaped like the failing fixture (testdata/rules.test.yml).
 func TestPromtoolTestRules(t *testing.T) {
-	bin := promtool(t)
-	cmd := exec.Command(bin, "test", "rules", "rules.test.yml")
+	cmd := exec.Command(sdktest.PromtoolBinary(t), "test", "rules", "rules.test.yml")
 	cmd.Dir = "testdata"
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("promtool test rules: %v\n%s", err, out)

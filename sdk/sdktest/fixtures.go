@@ -62,11 +62,10 @@ func UnpackTar(t testing.TB, path string) string {
 	}
 }
 
-// Promtool runs `promtool check metrics` on an exposition and fails the test
-// on any error line it prints (lint warnings are returned for the caller to
-// judge). Without promtool on PATH the test is skipped, unless
-// PLEXPORTER_REQUIRE_PROMTOOL is set (CI sets it), then it fails.
-func Promtool(t testing.TB, text string) (warnings string) {
+// PromtoolBinary returns the path of promtool. Without promtool on PATH the
+// test is skipped, unless PLEXPORTER_REQUIRE_PROMTOOL is set (CI sets it),
+// then it fails.
+func PromtoolBinary(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("promtool")
 	if err != nil {
@@ -75,7 +74,15 @@ func Promtool(t testing.TB, text string) (warnings string) {
 		}
 		t.Skip("promtool not installed (Debian package prometheus)")
 	}
-	cmd := exec.Command(bin, "check", "metrics")
+	return bin
+}
+
+// Promtool runs `promtool check metrics` on an exposition and fails the test
+// on any error line it prints (lint warnings are returned for the caller to
+// judge).
+func Promtool(t testing.TB, text string) (warnings string) {
+	t.Helper()
+	cmd := exec.Command(PromtoolBinary(t), "check", "metrics")
 	cmd.Stdin = strings.NewReader(text)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -86,4 +93,14 @@ func Promtool(t testing.TB, text string) (warnings string) {
 		}
 	}
 	return string(out)
+}
+
+// PromtoolRules runs `promtool check rules` on rule files and fails the
+// test on any problem.
+func PromtoolRules(t testing.TB, files ...string) {
+	t.Helper()
+	out, err := exec.Command(PromtoolBinary(t), append([]string{"check", "rules"}, files...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules %v: %v\n%s", files, err, out)
+	}
 }

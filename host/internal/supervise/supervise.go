@@ -335,11 +335,14 @@ func (s *Supervisor) kill(state, lastErr string) {
 		s.status.LastError = lastErr
 	}
 	s.mu.Unlock()
-	if proc != nil {
-		_ = proc.Kill(context.Background())
-	}
+	// Graceful first: go-plugin closes the connection, the SDK calls the
+	// plugin's Close and exits; after 2 s go-plugin kills it. Then the
+	// group kill makes sure no child the plugin started survives either way.
 	if gp != nil {
 		gp.Kill()
+	}
+	if proc != nil {
+		_ = proc.Kill(context.Background())
 	}
 }
 

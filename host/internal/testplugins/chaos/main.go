@@ -31,6 +31,7 @@ type config struct {
 	ExitMidStream bool   `json:"exit_mid_stream"` // exit the process after the first batch
 	SpawnChild    bool   `json:"spawn_child"`     // start a child that ignores SIGTERM
 	PIDFile       string `json:"pid_file"`        // write "pid childpid" here at Configure
+	CloseFile     string `json:"close_file"`      // write "closed" here when the SDK calls Close
 }
 
 type chaos struct {
@@ -131,6 +132,14 @@ func (c *chaos) Collect(ctx context.Context, w *sdk.Writer) error {
 		w.Gauge(huge, 1, hugeValue)
 	}
 	return nil
+}
+
+// Close is called by the SDK when the host stops the plugin.
+func (c *chaos) Close() error {
+	if c.cfg.CloseFile == "" {
+		return nil
+	}
+	return os.WriteFile(c.cfg.CloseFile, []byte("closed\n"), 0o644)
 }
 
 func main() {
