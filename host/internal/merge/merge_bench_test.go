@@ -1,0 +1,39 @@
+package merge_test
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/plexporter/plexporter/host/internal/batchtest"
+	"github.com/plexporter/plexporter/host/internal/merge"
+	"github.com/plexporter/plexporter/host/internal/perfharness/workload"
+)
+
+// BenchmarkMergeWorkload merges the performance harness's 100k-series
+// workload (docs/performance.md) from one plugin, and shared by six plugins
+// that each send a slice of every family (the host joins the families).
+//
+//	go test ./host/internal/merge -run '^$' -bench MergeWorkload -count 6 | benchstat -
+func BenchmarkMergeWorkload(b *testing.B) {
+	for _, plugins := range []int{1, 6} {
+		b.Run("series=100000/plugins="+strconv.Itoa(plugins), func(b *testing.B) {
+			inputs := make([]merge.Input, plugins)
+			for i := range plugins {
+				plan := workload.NewPlan(100000, i, plugins)
+				inputs[i] = merge.Input{Plugin: "bench" + strconv.Itoa(i+1), Batches: batchtest.Build(plan.Write), MaxSeries: 1 << 30}
+			}
+			b.ReportAllocs()
+			var res *merge.Result
+			for b.Loop() {
+				res = merge.Merge(inputs, merge.Options{MaxLabelValueLen: 4096})
+			}
+			total := 0
+			for _, n := range res.Series {
+				total += n
+			}
+			if total != workload.Series(100000) {
+				b.Fatalf("merged %d series, want %d", total, workload.Series(100000))
+			}
+		})
+	}
+}

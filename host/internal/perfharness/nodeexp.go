@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// nodeExporterBin is Debian's node_exporter (package prometheus-node-exporter).
+const nodeExporterBin = "prometheus-node-exporter"
+
+const (
+	rdmaDevices = 16
+	rdmaPorts   = 2
+	nfsMounts   = 50
+	nfsNconnect = 8
+)
+
+// startNodeExporter runs node_exporter with only the given flags on a free
+// loopback port.
+func (h *harness) startNodeExporter(name string, args ...string) (*exporter, error) {
+	bin, err := exec.LookPath(nodeExporterBin)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p, err := h.startProc(name, addr, bin, append(args, "--web.listen-address="+addr), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(p, "/", 5*time.Millisecond, 30*time.Second); err != nil {
+		return nil, err
+	}
+	return &exporter{proc: p, path: "/metrics"}, nil
+}
+
+// shippedPlugin returns bin/plugins/plexporter-<name>, or "" if it is not built.
+func (h *harness) shippedPlugin(name string) string {
+	path := filepath.Join(h.binDir, "plugins", "plexporter-"+name)
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	return path
+}
+
+// versus measures a plexporter host against node_exporter on the same
+// tree, interleaved, in text format, and describes both expositions.
+func (h *harness) versus(sec *section, plex, ne *exporter, plexPrefix, nePrefix string) (*cell, *cell, error) {
+	pb, err := h.getBody(plex.url + plex.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	nb, err := h.getBody(ne.url + ne.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	ps, ns := seriesLines(pb, plexPrefix), seriesLines(nb, nePrefix)
+	if ps == 0 || ns == 0 {
+		return nil, nil, fmt.Errorf("no data: plexporter exposes %d %s* series, node_exporter %d %s* series (logs: %s, %s)", ps, plexPrefix, ns, nePrefix, plex.logPath, ne.logPath)
+	}
+	cells, err := h.compare(fmtText, plex, ne)
+	if err != nil {
+		return nil, nil, err
+	}
+	P, N := cells[0], cells[1]
+	sec.text = append(sec.text, table([]string{"exporter", "wall ms", "CPU ms", "series (collector's families)", "families", "series (whole body)", "bytes"}, [][]string{
+		{"plexporter host + plugin", ms(P.Wall()), ms(P.CPU()), fmt.Sprintf("%d `%s*`", ps, plexPrefix), fmt.Sprint(familyCount(pb, plexPrefix)), fmt.Sprint(seriesLines(pb)), fmt.Sprint(P.bytes)},
+		{"node_exporter", ms(N.Wall()), ms(N.CPU()), fmt.Sprintf("%d `%s*`", ns, nePrefix), fmt.Sprint(familyCount(nb, nePrefix)), fmt.Sprint(seriesLines(nb)), fmt.Sprint(N.bytes)},
+		{"node_exporter / plexporter", ratio(N.Wall(), P.Wall()), ratio(N.CPU(), P.CPU()), ratio(float64(ns), float64(ps)), "", "", ""},
+	}))
+	sec.text = append(sec.text, fmt.Sprintf("Per collected series: plexporter %.1f µs CPU, node_exporter %.1f µs CPU. "+
+		"plexporter's CPU per scrape splits into %s ms in the host and %s ms in the plugin.",
+		P.CPU()/float64(ps)*1e6, N.CPU()/float64(ns)*1e6, ms(P.HostCPU()), ms(P.CPU()-P.HostCPU())))
+	return P, N, nil
+}
+
+// scenarioRDMA is scenario 2.
+func (h *harness) scenarioRDMA() error {
+	sec := section{id: "2", title: fmt.Sprintf("rdma: plexporter-rdma vs node_exporter --collector.infiniband (%d devices × %d ports)", rdmaDevices, rdmaPorts)}
+	defer func() { h.report.add(sec) }()
+	plugin := h.shippedPlugin("rdma")
+	if plugin == "" {
+		sec.skipped = "bin/plugins/plexporter-rdma is not built (the rdma plugin is missing)."
+		return nil
+	}
+	if _, err := exec.LookPath(nodeExporterBin); err != nil {
+		sec.skipped = nodeExporterBin + " is not installed (`apt-get install -y prometheus-node-exporter`)."
+		return nil
+	}
+	tree := filepath.Join(h.trees, "rdma-tree")
+	if err := untar(filepath.Join(h.root, "plugins", "rdma", "testdata", "sysfs.tar"), tree); err != nil {
+		return err
+	}
+	sys := filepath.Join(tree, "sys")
+	devs, err := scaleRDMA(sys, rdmaDevices, rdmaPorts)
+	if err != nil {
+		return err
+	}
+	h.rdmaSys = sys
+	sec.text = append(sec.text, fmt.Sprintf("Tree: the rdma plugin's fixture (`plugins/rdma/testdata/sysfs.tar`) with its mlx5 "+
+		"physical functions copied to %d devices (%s … %s) of %d ports each, relative symlinks rewritten, on tmpfs "+
+		"(`/dev/shm`) when there is one. plexporter: the host with only the rdma plugin, `--path.sysfs=<tree>/sys`, `optional_counters: "+
+		"false` (netlink is not read: node_exporter does not read it either). node_exporter: `--collector.disable-defaults "+
+		"--collector.infiniband --path.sysfs=<tree>/sys`. Both bodies include their exporter's own `go_*`/`process_*` "+
+		"families; plexporter's also its `plexporter_*` self-metrics.", len(devs), devs[0], devs[len(devs)-1], rdmaPorts))
+	plex, err := h.startHost(hostSpec{
+		name:    "rdma-plexporter",
+		plugins: map[string]string{"rdma": plugin},
+		config:  fmt.Sprintf("  rdma: {config: {optional_counters: false, qp_counters: false}, manifest: {paths: {read_only: [%q]}}}\n", tree),
+		args:    []string{"--path.sysfs=" + sys, "--log.level=warn"},
+	})
+	if err != nil {
+		return err
+	}
+	ne, err := h.startNodeExporter("rdma-node_exporter", "--collector.disable-defaults", "--collector.infiniband", "--path.sysfs="+sys)
+	if err != nil {
+		return err
+	}
+	P, N, err := h.versus(&sec, plex, ne, "rdma_", "node_infiniband_")
+	if err != nil {
+		return err
+	}
+	h.report.atLeast("2", fmt.Sprintf("rdma, %d×%d ports: node_exporter CPU / plexporter CPU per scrape ≥ 2", rdmaDevices, rdmaPorts), "×", N.CPU()/P.CPU(), 2)
+	return nil
+}
+
+// scenarioNFS is scenario 3.
+func (h *harness) scenarioNFS() error {
+	sec := section{id: "3", title: fmt.Sprintf("nfs: plexporter-nfs vs node_exporter --collector.mountstats (%d mounts × nconnect %d)", nfsMounts, nfsNconnect)}
+	defer func() { h.report.add(sec) }()
+	plugin := h.shippedPlugin("nfs")
+	if plugin == "" {
+		sec.skipped = "bin/plugins/plexporter-nfs is not built (the nfs plugin is missing)."
+		return nil
+	}
+	if _, err := exec.LookPath(nodeExporterBin); err != nil {
+		sec.skipped = nodeExporterBin + " is not installed (`apt-get install -y prometheus-node-exporter`)."
+		return nil
+	}
+	root := filepath.Join(h.trees, "nfs-procfs")
+	if err := buildProcfs(root, filepath.Join(h.root, "plugins", "nfs", "testdata", "mountstats-nfs4.2-nconnect4"), nfsMounts, nfsNconnect); err != nil {
+		return err
+	}
+	sec.text = append(sec.text, fmt.Sprintf("Tree: `<procfs>/4242/{mountstats,mountinfo,net/tcp}` and `self -> 4242`, generated from the nfs "+
+		"plugin's `mountstats-nfs4.2-nconnect4` fixture: its non-NFS mounts, then %d NFSv4.2 mounts over %d servers, each "+
+		"with %d `xprt:` lanes and the fixture's events, bytes and per-op lines; `net/tcp` holds the %d servers' nconnect "+
+		"connections. plexporter: the host with only the nfs plugin, `--path.procfs=<tree>` (the plugin's default "+
+		"`mountstats_path`, `<procfs>/self/mountstats`). node_exporter: `--collector.disable-defaults --collector.mountstats "+
+		"--path.procfs=<tree>`. The plugin exports per-lane and per-socket series that node_exporter does not; node_exporter "+
+		"exports every operation of the per-op table, the plugin a configurable set (15 by default).",
+		nfsMounts, nfsServers, nfsNconnect, nfsServers))
+	plex, err := h.startHost(hostSpec{
+		name:    "nfs-plexporter",
+		plugins: map[string]string{"nfs": plugin},
+		config:  fmt.Sprintf("  nfs: {manifest: {paths: {read_only: [%q]}}}\n", root),
+		args:    []string{"--path.procfs=" + root, "--log.level=warn"},
+	})
+	if err != nil {
+		return err
+	}
+	ne, err := h.startNodeExporter("nfs-node_exporter", "--collector.disable-defaults", "--collector.mountstats", "--path.procfs="+root)
+	if err != nil {
+		return err
+	}
+	P, N, err := h.versus(&sec, plex, ne, "nfs_", "node_mountstats_nfs_")
+	if err != nil {
+		return err
+	}
+	h.report.info("3", fmt.Sprintf("nfs, %d mounts × nconnect %d: report the CPU ratio (no target)", nfsMounts, nfsNconnect),
+		fmt.Sprintf("node_exporter / plexporter = %s CPU, %s wall", ratio(N.CPU(), P.CPU()), ratio(N.Wall(), P.Wall())))
+	return nil
+}
