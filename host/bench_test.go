@@ -118,7 +118,7 @@ func BenchmarkScrape100k(b *testing.B) {
 }
 
 func startBenchHost(b *testing.B) *host {
-	h := startHost(b, []string{"bench"}, fmt.Sprintf("  bench: {config: {series: %d, histograms: %d}, timeout: 30s}\n", benchGauges, benchHistograms))
+	h := startHost(b, []string{"bench"}, fmt.Sprintf("  bench: {config: {series: %d, histograms: %d}, timeout: 30s, max_series: 200000}\n", benchGauges, benchHistograms))
 	time.Sleep(100 * time.Millisecond)
 	return h
 }
