@@ -376,6 +376,30 @@ func TestHungPluginDoesNotHoldTheScrape(t *testing.T) {
 	}
 }
 
+func TestPrometheusScrapeTimeoutHeaderBoundsTheScrape(t *testing.T) {
+	h := startHost(t, []string{"fast", "slow"}, `
+  fast: {config: {series: 1}}
+  slow: {config: {series: 1, sleep: 4s}, timeout: 10s}
+`)
+	req, _ := http.NewRequest("GET", h.url+"/metrics", nil)
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "1.5")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	took := time.Since(start)
+	t.Logf("scrape with a 1.5 s Prometheus timeout took %v", took)
+	if took > 1500*time.Millisecond {
+		t.Fatalf("scrape took %v, beyond Prometheus's 1.5 s timeout", took)
+	}
+	if !strings.Contains(string(body), `chaos_value{plugin="fast",i="0"} 0`) || !strings.Contains(string(body), `plexporter_plugin_scrape_success{plugin="slow"} 0`) {
+		t.Fatalf("want the fast plugin's series and the slow one marked failed:\n%s", body)
+	}
+}
+
 func TestPanicAndExitMidStream(t *testing.T) {
 	h := startHost(t, []string{"fine", "panicky", "quitter"}, `
   fine: {config: {series: 1}}

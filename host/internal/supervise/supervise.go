@@ -359,12 +359,13 @@ func (s *Supervisor) Collect(ctx context.Context) *Collection {
 	if client == nil {
 		return &Collection{Err: errNotRunning}
 	}
+	began := time.Now()
 	ch := s.flight.DoChan("collect", func() (any, error) { return s.collect(client), nil })
 	select {
 	case r := <-ch:
 		return r.Val.(*Collection)
 	case <-ctx.Done():
-		return &Collection{Err: fmt.Errorf("scrape ended before the plugin answered: %w", ctx.Err())}
+		return &Collection{Err: fmt.Errorf("scrape ended before the plugin answered: %w", ctx.Err()), Duration: time.Since(began)}
 	}
 }
 

@@ -5,12 +5,14 @@ package web
 
 import (
 	"compress/gzip"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/exporter-toolkit/web"
@@ -89,7 +91,9 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	sel := scrape.Selection{Include: set(q["collect[]"]), Exclude: set(q["exclude[]"])}
-	fams := h.scraper.Scrape(r.Context(), sel)
+	ctx, cancel := scrapeContext(r)
+	defer cancel()
+	fams := h.scraper.Scrape(ctx, sel)
 
 	format := expfmt.NegotiateAccept(r.Header, expose.Formats...)
 	w.Header().Set("Content-Type", string(format))
@@ -109,6 +113,23 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Headers are gone; all we can do is log. Usually the client left.
 		h.log.Debug("writing metrics", "err", err)
 	}
+}
+
+// scrapeTimeoutMargin is kept free of Prometheus's scrape timeout for
+// merging, encoding and the network, so a slow plugin costs its own series,
+// never the whole scrape.
+const scrapeTimeoutMargin = 500 * time.Millisecond
+
+// scrapeContext bounds the scrape by Prometheus's own timeout
+// (X-Prometheus-Scrape-Timeout-Seconds) minus a margin; plugins still have
+// their own, usually shorter, --scrape.timeout.
+func scrapeContext(r *http.Request) (context.Context, context.CancelFunc) {
+	secs, err := strconv.ParseFloat(r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"), 64)
+	if err != nil || secs <= 0 {
+		return context.WithCancel(r.Context())
+	}
+	d := max(time.Duration(secs*float64(time.Second))-scrapeTimeoutMargin, scrapeTimeoutMargin)
+	return context.WithTimeout(r.Context(), d)
 }
 
 func acceptsGzip(r *http.Request) bool {
