@@ -344,6 +344,21 @@ func TestGarbagePluginIsGuarded(t *testing.T) {
 	}
 }
 
+func TestNonPluginExecutableIsContained(t *testing.T) {
+	h := startHost(t, []string{"good"}, "  good: {config: {series: 1}}\n")
+	script := "#!/bin/sh\necho 'not a plugin handshake'\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(h.dir, "plexporter-impostor"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(5*time.Second, "impostor tried and failed", func() bool {
+		return strings.Contains(h.logs.String(), `plugin=impostor`) && strings.Contains(h.logs.String(), "plugin down; restarting")
+	})
+	_, mfs := h.scrape("")
+	if up, good := value(mfs, "plexporter_plugin_up", "plugin", "impostor"), count(mfs, "chaos_value", "plugin", "good"); up != 0 || good != 1 {
+		t.Fatalf("impostor up=%v, good plugin series=%d: a non-plugin executable must be down without affecting the others", up, good)
+	}
+}
+
 func TestSeriesCap(t *testing.T) {
 	// 50 gauges + the collect counter = 51 series; the cap keeps 20.
 	h := startHost(t, []string{"big"}, "  big: {config: {series: 50}, max_series: 20}\n")

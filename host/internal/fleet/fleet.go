@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -129,7 +128,7 @@ func (f *Fleet) Reconcile() error {
 			f.log.Info("plugin removed; stopping", "plugin", name)
 		case sup.Plugin().Identity != plugins[name].Identity:
 			f.log.Info("plugin binary replaced; restarting", "plugin", name)
-		case !reflect.DeepEqual(sup.Settings(), settings):
+		case !sup.Settings().Equal(settings):
 			f.log.Info("plugin settings changed; restarting", "plugin", name)
 		default:
 			continue

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 	"golang.org/x/sync/singleflight"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/plexporter/plexporter/host/internal/discover"
@@ -49,6 +51,38 @@ type Settings struct {
 	// Restart policy: the delay starts at MinBackoff, doubles to MaxBackoff,
 	// and resets once a run lasted HealthyAfter.
 	MinBackoff, MaxBackoff, HealthyAfter time.Duration
+}
+
+func (s Settings) withDefaults() Settings {
+	if s.MinBackoff == 0 {
+		s.MinBackoff = time.Second
+	}
+	if s.MaxBackoff == 0 {
+		s.MaxBackoff = time.Minute
+	}
+	if s.HealthyAfter == 0 {
+		s.HealthyAfter = 5 * time.Minute
+	}
+	if s.StartTimeout == 0 {
+		s.StartTimeout = 10 * time.Second
+	}
+	if s.Timeout == 0 {
+		s.Timeout = 5 * time.Second
+	}
+	return s
+}
+
+// Equal reports whether two settings would run a plugin the same way,
+// defaults applied. Protobuf fields are compared as messages:
+// reflect.DeepEqual also sees their internal caches, which change once a
+// message has been marshalled.
+func (s Settings) Equal(o Settings) bool {
+	s, o = s.withDefaults(), o.withDefaults()
+	if !proto.Equal(s.Config, o.Config) || !proto.Equal(s.Paths, o.Paths) {
+		return false
+	}
+	s.Config, o.Config, s.Paths, o.Paths = nil, nil, nil, nil
+	return reflect.DeepEqual(s, o)
 }
 
 // States of a plugin.
@@ -99,21 +133,7 @@ type Supervisor struct {
 
 // New returns a supervisor; Start runs it.
 func New(p discover.Plugin, s Settings, log *slog.Logger) *Supervisor {
-	if s.MinBackoff == 0 {
-		s.MinBackoff = time.Second
-	}
-	if s.MaxBackoff == 0 {
-		s.MaxBackoff = time.Minute
-	}
-	if s.HealthyAfter == 0 {
-		s.HealthyAfter = 5 * time.Minute
-	}
-	if s.StartTimeout == 0 {
-		s.StartTimeout = 10 * time.Second
-	}
-	if s.Timeout == 0 {
-		s.Timeout = 5 * time.Second
-	}
+	s = s.withDefaults()
 	return &Supervisor{
 		plugin:   p,
 		settings: s,
