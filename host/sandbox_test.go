@@ -272,3 +272,28 @@ func TestShippedPluginsRunInTheirSandbox(t *testing.T) {
 		t.Logf("exposition:\n%s", text)
 	}
 }
+
+// The lifeline and the parent-death signal must survive the launcher's
+// credential switch and exec: a sandboxed plugin and its children die with
+// the host.
+func TestSandboxedPluginDiesWithTheHost(t *testing.T) {
+	st := newSandboxTree(t)
+	copyFile(t, filepath.Join(binDir, "chaos"), filepath.Join(st.bin, "chaos"), 0o755)
+	pids := filepath.Join(st.data, "pids")
+	os.Mkdir(pids, 0o777)
+	os.Chmod(pids, 0o777)
+	if err := os.Symlink(filepath.Join(st.bin, "chaos"), filepath.Join(st.plugins, "plexporter-victim")); err != nil {
+		t.Fatal(err)
+	}
+	manifest := fmt.Sprintf("user: nobody\ngroup: nogroup\npaths:\n  read_only: [/bin, /usr/bin]\n  read_write: [%s]\n", pids)
+	os.WriteFile(filepath.Join(st.plugins, "plexporter-victim.yaml"), []byte(manifest), 0o644)
+	pidFile := filepath.Join(pids, "victim.pid")
+	h := startSandboxHost(t, st, fmt.Sprintf("  victim: {config: {spawn_child: true, pid_file: %q}}\n", pidFile))
+	pid, child := readPIDs(t, pidFile)
+	if _, mfs := h.scrape(""); value(mfs, "plexporter_plugin_sandboxed", "plugin", "victim") != 1 || !alive(pid) || !alive(child) {
+		t.Fatal("sandboxed plugin and its child should be running")
+	}
+	h.cmd.Process.Kill()
+	h.cmd.Wait()
+	h.waitFor(3*time.Second, "sandboxed plugin and its child gone", func() bool { return !alive(pid) && !alive(child) })
+}
