@@ -439,22 +439,25 @@ func TestPanicAndExitMidStream(t *testing.T) {
 }
 
 func TestConcurrentScrapesShareOneCollect(t *testing.T) {
-	h := startHost(t, []string{"slow"}, "  slow: {config: {series: 1, sleep: 700ms}}\n")
+	// One duplicate per collect: the drop counter tells how many merges ran.
+	h := startHost(t, []string{"slow"}, "  slow: {config: {series: 1, duplicates: 1, sleep: 700ms}}\n")
 	const scrapers = 16
-	done := make(chan float64, scrapers)
+	type seen struct{ collect, dropped float64 }
+	done := make(chan seen, scrapers)
 	for range scrapers {
 		go func() {
 			_, mfs := h.scrape("")
-			done <- value(mfs, "chaos_collects_total", "plugin", "slow")
+			done <- seen{value(mfs, "chaos_collects_total", "plugin", "slow"), value(mfs, "plexporter_dropped_series_total", "plugin", "slow", "reason", "duplicate")}
 		}()
 	}
 	for range scrapers {
-		if v := <-done; v != 1 {
-			t.Errorf("a concurrent scrape saw collect #%v, want all to share #1", v)
+		if v := <-done; v.collect != 1 || v.dropped != 1 {
+			t.Errorf("a concurrent scrape saw collect #%v and %v drops, want all to share collect #1 and one merge", v.collect, v.dropped)
 		}
 	}
-	if _, mfs := h.scrape(""); value(mfs, "chaos_collects_total", "plugin", "slow") != 2 {
-		t.Fatal("the next scrape must start a new collect")
+	_, mfs := h.scrape("")
+	if value(mfs, "chaos_collects_total", "plugin", "slow") != 2 || value(mfs, "plexporter_dropped_series_total", "plugin", "slow", "reason", "duplicate") != 2 {
+		t.Fatal("the next scrape must start a new collect and merge")
 	}
 }
 

@@ -6,11 +6,14 @@ package scrape
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/merge"
@@ -32,6 +35,7 @@ type Scraper struct {
 	self   *selfMetrics
 	reg    *prometheus.Registry
 
+	flight singleflight.Group // concurrent scrapes of one selection
 	mu     sync.Mutex
 	logged map[string]bool // drop and error causes already logged
 }
@@ -70,7 +74,40 @@ func (sel Selection) wants(name string) bool {
 }
 
 // Scrape collects from the selected plugins and returns the merged families.
+//
+// Scrapes that arrive while one with the same selection is in flight share
+// its result (two Prometheus servers of an HA pair scrape at the same
+// moment): plugins are asked once, merged once, and the self-metrics
+// describe that one scrape. The shared work keeps the first caller's
+// deadline but not its cancellation, so a client that hangs up does not cut
+// the others short.
 func (s *Scraper) Scrape(ctx context.Context, sel Selection) []*merge.Family {
+	shared := context.WithoutCancel(ctx)
+	cancel := context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		shared, cancel = context.WithDeadline(shared, dl)
+	}
+	defer cancel()
+	// Always wait for the result: it is bounded by the deadline and the
+	// plugins' timeouts, and a late plugin costs its series, not the scrape.
+	v, _, _ := s.flight.Do(sel.key(), func() (any, error) { return s.scrape(shared, sel), nil })
+	return v.([]*merge.Family)
+}
+
+// key identifies a selection for sharing scrapes.
+func (sel Selection) key() string {
+	names := func(m map[string]bool) string {
+		out := make([]string, 0, len(m))
+		for k := range m {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return strings.Join(out, ",")
+	}
+	return names(sel.Include) + "\x00" + names(sel.Exclude)
+}
+
+func (s *Scraper) scrape(ctx context.Context, sel Selection) []*merge.Family {
 	sups := s.fleet.Supervisors()
 	var picked []*supervise.Supervisor
 	for _, sup := range sups {
