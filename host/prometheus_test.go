@@ -1,0 +1,130 @@
+package main
+
+// A real Prometheus server (Debian's prometheus package) scrapes the host:
+// the exposition, content negotiation and the scrape timeout header are
+// proven against the consumer that matters.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func prometheusBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("PLEXPORTER_REQUIRE_PROMTOOL") != "" {
+			t.Fatal("prometheus not found but PLEXPORTER_REQUIRE_PROMTOOL is set (Debian package prometheus)")
+		}
+		t.Skip("prometheus not installed (Debian package prometheus)")
+	}
+	return bin
+}
+
+// query runs an instant query and returns the result vector's values by
+// the given label.
+func query(t *testing.T, promURL, q, label string) map[string]string {
+	t.Helper()
+	resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &body); err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, r := range body.Data.Result {
+		out[r.Metric[label]] = fmt.Sprint(r.Value[1])
+	}
+	return out
+}
+
+func TestRealPrometheusScrapesTheHost(t *testing.T) {
+	bin := prometheusBinary(t)
+	h := startHost(t, []string{"alpha", "beta"}, `
+  alpha: {config: {series: 3, histograms: 1}}
+  beta: {config: {series: 2, duplicates: 1}}
+`)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 900ms
+scrape_configs:
+  - job_name: plexporter
+    static_configs:
+      - targets: [%q]
+`, h.url[len("http://"):])), 0o644)
+	addr := freePort(t)
+	prom := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
+	logs := &syncBuffer{}
+	prom.Stdout, prom.Stderr = logs, logs
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		prom.Process.Kill()
+		prom.Wait()
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", logs.String())
+		}
+	})
+	promURL := "http://" + addr
+	h.waitFor(30*time.Second, "Prometheus to scrape the host successfully", func() bool {
+		return query(t, promURL, `up{job="plexporter"}`, "job")["plexporter"] == "1"
+	})
+	h.waitFor(10*time.Second, "plugin series in Prometheus", func() bool {
+		got := query(t, promURL, `chaos_value`, "plugin")
+		return len(got) == 2
+	})
+	if n := query(t, promURL, `count(chaos_value{plugin="alpha"})`, "")[""]; n != "3" {
+		t.Errorf("alpha series in Prometheus = %q, want 3", n)
+	}
+	if v := query(t, promURL, `chaos_value_seconds_count{plugin="alpha"}`, "plugin")["alpha"]; v != "11" {
+		t.Errorf("histogram count in Prometheus = %q, want 11", v)
+	}
+	if v := query(t, promURL, `plexporter_dropped_series_total{plugin="beta",reason="duplicate"} > 0`, "plugin")["beta"]; v == "" {
+		t.Error("the guard's drop counter did not reach Prometheus")
+	}
+	if v := query(t, promURL, `scrape_samples_scraped{job="plexporter"}`, "job")["plexporter"]; v == "" || v == "0" {
+		t.Errorf("scrape_samples_scraped = %q", v)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
