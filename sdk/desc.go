@@ -19,6 +19,10 @@ const (
 // Desc describes one metric family. Create descriptors once (package
 // variables or at Configure) and reuse them on every collect: the Writer keys
 // its per-batch state by the pointer.
+//
+// In Info's catalogue, a Name with a '*' describes families whose names are
+// only known at run time (e.g. "rdma_*_total" for one counter per kernel
+// file); such a Desc is for the catalogue only, never write samples to it.
 type Desc struct {
 	Name   string // as exposed: counters end in _total
 	Type   Type

@@ -89,8 +89,13 @@ func staticDescs() []*sdk.Desc {
 	for _, n := range qpValueNames {
 		d = append(d, qpDescs[n])
 	}
-	return d
+	return append(d, descKernelCounters)
 }
+
+// descKernelCounters stands in the catalogue for the families named after
+// the kernel's counter files; samples go to counterDescs.
+var descKernelCounters = sdk.NewDesc("rdma_*_total", sdk.Counter,
+	"One counter per file in ports/<n>/counters/ and ports/<n>/hw_counters/, named as the kernel names it (raw kernel values).", "device", "port")
 
 // counterDescs hands out one Desc per kernel counter name, created on first
 // sight and reused (the Writer keys its state by the pointer).

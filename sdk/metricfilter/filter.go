@@ -92,7 +92,10 @@ func (f *Filter) Denied() []string {
 }
 
 // Unmatched returns the allow and deny patterns that select none of the
-// given family names, so callers can warn about typos once.
+// given family names, so callers can warn about typos once. A family name
+// with a '*' describes families named at run time (e.g. "rdma_*_total"); a
+// pattern sharing its literal prefix is not reported, since it may match
+// one of them.
 func (f *Filter) Unmatched(families []string) []string {
 	if f == nil {
 		return nil
@@ -102,7 +105,7 @@ func (f *Filter) Unmatched(families []string) []string {
 	patterns:
 		for _, p := range list {
 			for _, name := range families {
-				if matchOne(p, name) {
+				if matchOne(p, name) || (strings.Contains(name, "*") && prefixesOverlap(p, name)) {
 					continue patterns
 				}
 			}
@@ -110,6 +113,20 @@ func (f *Filter) Unmatched(families []string) []string {
 		}
 	}
 	return out
+}
+
+// prefixesOverlap reports whether the literal prefixes (up to the first
+// wildcard) of two globs are compatible.
+func prefixesOverlap(a, b string) bool {
+	pa, pb := literalPrefix(a), literalPrefix(b)
+	return strings.HasPrefix(pa, pb) || strings.HasPrefix(pb, pa)
+}
+
+func literalPrefix(glob string) string {
+	if i := strings.IndexAny(glob, "*?[\\"); i >= 0 {
+		return glob[:i]
+	}
+	return glob
 }
 
 func matchAny(patterns []string, name string) bool {

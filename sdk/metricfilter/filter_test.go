@@ -60,3 +60,11 @@ func TestNilFilter(t *testing.T) {
 		t.Fatal("nil filter must allow everything")
 	}
 }
+
+func TestUnmatchedWithRuntimeFamilies(t *testing.T) {
+	f, _ := New([]string{"rdma_symbol_error", "rdma_port_*", "nvme_typo_*", "rd*"}, nil)
+	got := f.Unmatched([]string{"rdma_*_total", "nvme_info"})
+	if want := []string{"nvme_typo_*"}; !slices.Equal(got, want) {
+		t.Fatalf("Unmatched = %v, want %v", got, want)
+	}
+}

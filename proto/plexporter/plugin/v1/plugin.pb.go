@@ -135,9 +135,10 @@ type InfoResponse struct {
 	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	// Semantic version of this protocol the plugin was built against, e.g. "1.0.0".
 	ApiVersion string `protobuf:"bytes,3,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	// Families the plugin may emit. Plugins with names derived at run time (for
-	// example one counter per kernel file) list the ones they know; the host
-	// accepts undeclared families too.
+	// Families the plugin may emit. Families whose names are derived at run
+	// time (for example one counter per kernel file) are described by a name
+	// with a '*' (e.g. "rdma_*_total"); the host accepts undeclared families
+	// too.
 	Metrics []*MetricDescriptor `protobuf:"bytes,4,rep,name=metrics,proto3" json:"metrics,omitempty"`
 	// What the plugin needs from its sandbox. Informational only: the manifest
 	// next to the binary decides.
@@ -214,7 +215,8 @@ func (x *InfoResponse) GetSandboxHints() *SandboxHints {
 // MetricDescriptor describes one metric family.
 type MetricDescriptor struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Family name as exposed in the text format (counters end in _total).
+	// Family name as exposed in the text format (counters end in _total), or a
+	// glob with '*' standing for families named at run time.
 	Name string     `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Type MetricType `protobuf:"varint,2,opt,name=type,proto3,enum=plexporter.plugin.v1.MetricType" json:"type,omitempty"`
 	Help string     `protobuf:"bytes,3,opt,name=help,proto3" json:"help,omitempty"`
