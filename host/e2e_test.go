@@ -415,6 +415,22 @@ func TestPrometheusScrapeTimeoutHeaderBoundsTheScrape(t *testing.T) {
 	}
 }
 
+func TestHungPluginIsRestarted(t *testing.T) {
+	h := startHost(t, []string{"stuck"}, "  stuck: {config: {series: 1, sleep: 1h, ignore_deadline: true}, timeout: 200ms}\n")
+	for range 3 {
+		if _, mfs := h.scrape(""); value(mfs, "plexporter_plugin_scrape_success", "plugin", "stuck") != 0 {
+			t.Fatal("a stuck plugin cannot succeed")
+		}
+	}
+	h.waitFor(5*time.Second, "the stuck plugin restarted", func() bool {
+		_, mfs := h.scrape("?exclude[]=stuck")
+		return value(mfs, "plexporter_plugin_restarts_total", "plugin", "stuck") >= 1
+	})
+	if !strings.Contains(h.logs.String(), "timed out on consecutive collects") {
+		t.Fatal("the restart's reason is not logged")
+	}
+}
+
 func TestPanicAndExitMidStream(t *testing.T) {
 	h := startHost(t, []string{"fine", "panicky", "quitter"}, `
   fine: {config: {series: 1}}

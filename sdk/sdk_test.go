@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -214,5 +215,34 @@ func TestCollectorPlugin(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("missing %q in:\n%s", want, text)
 		}
+	}
+}
+
+// A collect that ignores its deadline keeps running in the plugin; the next
+// one must not run beside it (plugin code need not be concurrency-safe).
+func TestCollectsDoNotOverlap(t *testing.T) {
+	release := make(chan struct{})
+	var running, maxRunning atomic.Int32
+	d := &demo{collectFn: func(w *sdk.Writer) error {
+		if n := running.Add(1); n > maxRunning.Load() {
+			maxRunning.Store(n)
+		}
+		defer running.Add(-1)
+		<-release // ignores its deadline
+		return nil
+	}}
+	c := sdktest.Client(t, d, sdktest.Options{})
+	first := sdktest.Collect(t, c, 100*time.Millisecond)
+	second := sdktest.Collect(t, c, 100*time.Millisecond)
+	close(release)
+	if status.Code(first.Status) != codes.DeadlineExceeded || status.Code(second.Status) != codes.DeadlineExceeded {
+		t.Fatalf("statuses %v / %v, want both DeadlineExceeded", first.Status, second.Status)
+	}
+	if maxRunning.Load() != 1 {
+		t.Fatalf("%d collects ran at once", maxRunning.Load())
+	}
+	time.Sleep(50 * time.Millisecond)
+	if res := sdktest.Collect(t, c, time.Second); res.Status != nil {
+		t.Fatalf("collect after the hung one finished: %v", res.Status)
 	}
 }

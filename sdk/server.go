@@ -29,6 +29,11 @@ type server struct {
 	configured bool
 	filter     *metricfilter.Filter
 	prefix     string
+
+	// collecting admits one Collect at a time. The host never overlaps
+	// collects, but after it gave up on one that ignores its deadline the
+	// next would run beside it; plugin code need not be safe for that.
+	collecting chan struct{}
 }
 
 // NewServer wraps a Plugin as a PluginServiceServer. Serve does this for
@@ -37,7 +42,7 @@ func NewServer(p Plugin, log hclog.Logger) pluginv1.PluginServiceServer {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &server{plugin: p, log: log}
+	return &server{plugin: p, log: log, collecting: make(chan struct{}, 1)}
 }
 
 func (s *server) Info(ctx context.Context, _ *pluginv1.InfoRequest) (resp *pluginv1.InfoResponse, err error) {
@@ -93,6 +98,12 @@ func (s *server) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 		return status.Error(codes.FailedPrecondition, "Collect before Configure")
 	}
 	ctx := stream.Context()
+	select {
+	case s.collecting <- struct{}{}:
+		defer func() { <-s.collecting }()
+	case <-ctx.Done():
+		return status.Error(codes.DeadlineExceeded, "the previous collect is still running (it ignored its deadline)")
+	}
 	w := newWriter(filter, prefix, s.batchSamples, stream.Send)
 	func() {
 		defer func() {

@@ -22,6 +22,8 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 	"golang.org/x/sync/singleflight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -124,6 +126,7 @@ type Supervisor struct {
 	gp     *plugin.Client
 	proc   *processRunner
 
+	timeouts  int // consecutive timed-out collects
 	first     chan struct{}
 	firstOnce sync.Once
 	flight    singleflight.Group
@@ -389,12 +392,20 @@ func (s *Supervisor) Collect(ctx context.Context) *Collection {
 	}
 }
 
+// hungAfter consecutive timed-out collects get a plugin restarted: its
+// collect is stuck (the SDK admits one at a time), so it would time out
+// forever while looking up.
+const hungAfter = 3
+
 func (s *Supervisor) collect(client pluginv1.PluginServiceClient) *Collection {
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), s.settings.Timeout)
 	defer cancel()
 	res := &Collection{}
-	defer func() { res.Duration = time.Since(began) }()
+	defer func() {
+		res.Duration = time.Since(began)
+		s.noteTimeout(res.Err != nil && (ctx.Err() != nil || status.Code(res.Err) == codes.DeadlineExceeded))
+	}()
 	stream, err := client.Collect(ctx, &pluginv1.CollectRequest{})
 	if err != nil {
 		res.Err = err
@@ -413,6 +424,27 @@ func (s *Supervisor) collect(client pluginv1.PluginServiceClient) *Collection {
 			res.Batches = append(res.Batches, msg.Batch)
 		}
 		res.Errors = append(res.Errors, msg.Errors...)
+	}
+}
+
+// noteTimeout counts consecutive timed-out collects and kills a plugin
+// that keeps timing out; the supervision loop restarts it.
+func (s *Supervisor) noteTimeout(timedOut bool) {
+	s.mu.Lock()
+	if !timedOut {
+		s.timeouts = 0
+		s.mu.Unlock()
+		return
+	}
+	s.timeouts++
+	n, proc := s.timeouts, s.proc
+	if n >= hungAfter {
+		s.timeouts = 0
+	}
+	s.mu.Unlock()
+	if n >= hungAfter && proc != nil {
+		s.log.Error("plugin timed out on consecutive collects; restarting it", "timeouts", n, "timeout", s.settings.Timeout)
+		_ = proc.Kill(context.Background())
 	}
 }
 
