@@ -109,8 +109,20 @@ func Merge(inputs []Input, opts Options) *Result {
 			Drops:  map[DropKey]int{},
 			Causes: map[DropKey]string{},
 		},
-		byName: map[string]*Family{},
-		seed:   maphash.MakeSeed(),
+		byName:   map[string]*Family{},
+		sizeHint: map[string]int{},
+		seed:     maphash.MakeSeed(),
+	}
+	// Size each family's duplicate index once: a family split over many
+	// batches would otherwise rehash its map several times.
+	for _, in := range inputs {
+		for _, b := range in.Batches {
+			for _, c := range b.GetFamilies() {
+				if int(c.GetName()) < len(b.GetStrings()) {
+					m.sizeHint[b.Strings[c.Name]] += len(c.Values)
+				}
+			}
+		}
 	}
 	for _, in := range inputs {
 		m.input(in)
@@ -128,10 +140,11 @@ func Merge(inputs []Input, opts Options) *Result {
 }
 
 type merger struct {
-	opts   Options
-	res    *Result
-	byName map[string]*Family
-	seed   maphash.Seed
+	opts     Options
+	res      *Result
+	byName   map[string]*Family
+	sizeHint map[string]int // samples per family name over all inputs
+	seed     maphash.Seed
 	// per batch: 1 = valid label value, 2 = invalid; 0 = not yet checked
 	valid []uint8
 }
@@ -202,7 +215,7 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 		perSample = len(c.Bounds) + 2
 	}
 	if f.seen == nil {
-		f.seen = make(map[uint64]ref, n)
+		f.seen = make(map[uint64]ref, max(n, m.sizeHint[name]))
 	}
 	nl := len(c.LabelNames)
 	part := Part{Batch: b, Chunk: c}
