@@ -50,7 +50,9 @@ func Resolve(m *manifest.Manifest, binary, argv0 string, h Host) (spec *Spec, wa
 	if v, err := llsyscall.LandlockGetABIVersion(); err != nil || v < 1 {
 		return nil, warnings, errors.New("the kernel has no Landlock, so the manifest's path rules cannot be enforced")
 	} else if len(s.Devices) > 0 && v < 5 {
-		warnings = append(warnings, fmt.Sprintf("Landlock ABI %d cannot restrict device ioctls (needs 5); devices are limited to open/read/write", v))
+		// Without ABI 5 every ioctl on every open file would be allowed:
+		// more than a manifest granting ioctls on its devices means.
+		return nil, warnings, fmt.Errorf("the manifest grants device ioctls, which Landlock restricts from ABI 5 on; this kernel has ABI %d", v)
 	}
 	return s, warnings, nil
 }
