@@ -59,7 +59,18 @@ func query(t *testing.T, promURL, q, label string) map[string]string {
 	return out
 }
 
+// Prometheus 2.42 negotiates OpenMetrics by default and the protobuf format
+// once native histograms are enabled: both paths are scraped for real.
 func TestRealPrometheusScrapesTheHost(t *testing.T) {
+	for name, flags := range map[string][]string{
+		"openmetrics": nil,
+		"protobuf":    {"--enable-feature=native-histograms"},
+	} {
+		t.Run(name, func(t *testing.T) { realPrometheusScrape(t, flags) })
+	}
+}
+
+func realPrometheusScrape(t *testing.T, promFlags []string) {
 	bin := prometheusBinary(t)
 	h := startHost(t, []string{"alpha", "beta"}, `
   alpha: {config: {series: 3, histograms: 1}}
@@ -76,7 +87,7 @@ scrape_configs:
       - targets: [%q]
 `, h.url[len("http://"):])), 0o644)
 	addr := freePort(t)
-	prom := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
+	prom := exec.Command(bin, append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + filepath.Join(dir, "data"), "--web.listen-address=" + addr}, promFlags...)...)
 	logs := &syncBuffer{}
 	prom.Stdout, prom.Stderr = logs, logs
 	if err := prom.Start(); err != nil {
@@ -102,6 +113,9 @@ scrape_configs:
 	}
 	if v := query(t, promURL, `chaos_value_seconds_count{plugin="alpha"}`, "plugin")["alpha"]; v != "11" {
 		t.Errorf("histogram count in Prometheus = %q, want 11", v)
+	}
+	if n := query(t, promURL, `count(chaos_value_seconds_bucket{plugin="alpha"})`, "")[""]; n != "11" {
+		t.Errorf("histogram bucket series in Prometheus = %q, want 11 (10 bounds and +Inf, once)", n)
 	}
 	if v := query(t, promURL, `plexporter_dropped_series_total{plugin="beta",reason="duplicate"} > 0`, "plugin")["beta"]; v == "" {
 		t.Error("the guard's drop counter did not reach Prometheus")
