@@ -27,7 +27,9 @@ func Write(w io.Writer, format expfmt.Format, fams []*merge.Family) error {
 	switch format.FormatType() {
 	case expfmt.TypeOpenMetrics:
 		return writeText(w, fams, true)
-	case expfmt.TypeProtoDelim, expfmt.TypeProtoText, expfmt.TypeProtoCompact:
+	case expfmt.TypeProtoDelim:
+		return writeProtoDelim(w, fams)
+	case expfmt.TypeProtoText, expfmt.TypeProtoCompact:
 		return writeProto(w, format, fams)
 	default:
 		return writeText(w, fams, false)

@@ -112,6 +112,21 @@ func TestOpenMetricsEquivalentToExpfmt(t *testing.T) {
 	}
 }
 
+// The direct protobuf writer must produce exactly expfmt's bytes for the
+// client_model families dtoconv builds.
+func TestProtobufEquivalentToExpfmt(t *testing.T) {
+	for name, fams := range map[string][]*merge.Family{
+		"edge": edgeCases(),
+		"mix":  merge.Merge([]merge.Input{{Plugin: "p", Batches: batchtest.Mix("m_", 2000)}}, merge.Options{}).Families,
+	} {
+		got := render(t, fams, expfmt.FmtProtoDelim)
+		want := reference(t, fams, expfmt.FmtProtoDelim)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: protobuf differs from expfmt (%d vs %d bytes)", name, len(got), len(want))
+		}
+	}
+}
+
 func TestProtobufRoundTrip(t *testing.T) {
 	fams := edgeCases()
 	b := render(t, fams, expfmt.FmtProtoDelim)
@@ -157,6 +172,9 @@ func FuzzTextEquivalence(f *testing.F) {
 		want := reference(t, fams, expfmt.FmtText)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("text differs:\n got %q\nwant %q", got, want)
+		}
+		if got, want := render(t, fams, expfmt.FmtProtoDelim), reference(t, fams, expfmt.FmtProtoDelim); !bytes.Equal(got, want) {
+			t.Fatalf("protobuf differs:\n got %x\nwant %x", got, want)
 		}
 	})
 }

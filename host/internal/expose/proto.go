@@ -1,0 +1,135 @@
+package expose
+
+import (
+	"io"
+	"math"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/plexporter/plexporter/host/internal/merge"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk/dtoconv"
+)
+
+// Field numbers of io.prometheus.client (client_model metrics.proto).
+const (
+	mfName, mfHelp, mfType, mfMetric, mfUnit = 1, 2, 3, 4, 5
+	mLabel, mGauge, mCounter, mSummary       = 1, 2, 3, 4
+	mUntyped, mHistogram                     = 5, 7
+	lpName, lpValue                          = 1, 2
+	valueField                               = 1 // Gauge, Counter, Untyped
+	hCount, hSum, hBucket                    = 1, 2, 3
+	bCount, bBound                           = 1, 2
+	sCount, sSum, sQuantile                  = 1, 2, 3
+	qQuantile, qValue                        = 1, 2
+)
+
+// writeProtoDelim writes the length-delimited protobuf exposition straight
+// from the batches, byte for byte what expfmt writes for the client_model
+// families dtoconv builds (tests decode both and compare), without building
+// a message per sample: it was 2.5x the cost of the text format that way.
+func writeProtoDelim(w io.Writer, fams []*merge.Family) error {
+	var fam, metric, sub []byte
+	var out []byte
+	for _, f := range fams {
+		fam = fam[:0]
+		fam = protowire.AppendTag(fam, mfName, protowire.BytesType)
+		fam = protowire.AppendString(fam, f.Name)
+		fam = protowire.AppendTag(fam, mfHelp, protowire.BytesType)
+		fam = protowire.AppendString(fam, f.Help)
+		fam = protowire.AppendTag(fam, mfType, protowire.VarintType)
+		fam = protowire.AppendVarint(fam, uint64(dtoconv.Type(f.Type)))
+		for pi := range f.Parts {
+			p := &f.Parts[pi]
+			c, strs := p.Chunk, p.Batch.Strings
+			nl, nb := len(c.LabelNames), len(c.Bounds)
+			for k, n := 0, p.Samples(); k < n; k++ {
+				i := p.Index(k)
+				metric = metric[:0]
+				for j := range nl {
+					name, value := strs[c.LabelNames[j]], strs[c.LabelValues[i*nl+j]]
+					metric = protowire.AppendTag(metric, mLabel, protowire.BytesType)
+					metric = protowire.AppendVarint(metric, uint64(stringFieldSize(lpName, name)+stringFieldSize(lpValue, value)))
+					metric = appendString(metric, lpName, name)
+					metric = appendString(metric, lpValue, value)
+				}
+				switch c.Type {
+				case pluginv1.MetricType_METRIC_TYPE_GAUGE:
+					metric = appendValue(metric, mGauge, c.Values[i])
+				case pluginv1.MetricType_METRIC_TYPE_COUNTER:
+					metric = appendValue(metric, mCounter, c.Values[i])
+				case pluginv1.MetricType_METRIC_TYPE_UNTYPED:
+					metric = appendValue(metric, mUntyped, c.Values[i])
+				case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
+					sub = sub[:0]
+					sub = appendUint(sub, hCount, c.Counts[i])
+					sub = appendDouble(sub, hSum, c.Values[i])
+					for j := range nb {
+						sub = appendBucket(sub, c.BucketCounts[i*nb+j], c.Bounds[j])
+					}
+					sub = appendBucket(sub, c.Counts[i], math.Inf(1))
+					metric = protowire.AppendTag(metric, mHistogram, protowire.BytesType)
+					metric = protowire.AppendBytes(metric, sub)
+				case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
+					sub = sub[:0]
+					sub = appendUint(sub, sCount, c.Counts[i])
+					sub = appendDouble(sub, sSum, c.Values[i])
+					for j := range nb {
+						sub = protowire.AppendTag(sub, sQuantile, protowire.BytesType)
+						sub = protowire.AppendVarint(sub, 18)
+						sub = appendDouble(sub, qQuantile, c.Bounds[j])
+						sub = appendDouble(sub, qValue, c.QuantileValues[i*nb+j])
+					}
+					metric = protowire.AppendTag(metric, mSummary, protowire.BytesType)
+					metric = protowire.AppendBytes(metric, sub)
+				}
+				fam = protowire.AppendTag(fam, mfMetric, protowire.BytesType)
+				fam = protowire.AppendBytes(fam, metric)
+			}
+		}
+		if f.Unit != "" {
+			fam = appendString(fam, mfUnit, f.Unit)
+		}
+		out = protowire.AppendVarint(out[:0], uint64(len(fam)))
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+		if _, err := w.Write(fam); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func stringFieldSize(num protowire.Number, s string) int {
+	return protowire.SizeTag(num) + protowire.SizeBytes(len(s))
+}
+
+func appendString(b []byte, num protowire.Number, s string) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendString(b, s)
+}
+
+func appendDouble(b []byte, num protowire.Number, v float64) []byte {
+	b = protowire.AppendTag(b, num, protowire.Fixed64Type)
+	return protowire.AppendFixed64(b, math.Float64bits(v))
+}
+
+func appendUint(b []byte, num protowire.Number, v uint64) []byte {
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, v)
+}
+
+// appendValue writes a Gauge, Counter or Untyped message holding v.
+func appendValue(b []byte, num protowire.Number, v float64) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, 9)
+	return appendDouble(b, valueField, v)
+}
+
+func appendBucket(b []byte, count uint64, bound float64) []byte {
+	b = protowire.AppendTag(b, hBucket, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(protowire.SizeTag(bCount)+protowire.SizeVarint(count)+9))
+	b = appendUint(b, bCount, count)
+	return appendDouble(b, bBound, bound)
+}
