@@ -111,7 +111,24 @@ func NewCollectorPlugin(info Info, cs ...prometheus.Collector) (*CollectorPlugin
 	return &CollectorPlugin{info: info, reg: reg}, nil
 }
 
-func (p *CollectorPlugin) Info() Info                              { return p.info }
+// Info returns the Info given to NewCollectorPlugin. Without a catalogue
+// there, it describes the families the collectors expose right now.
+func (p *CollectorPlugin) Info() Info {
+	info := p.info
+	if len(info.Metrics) > 0 {
+		return info
+	}
+	mfs, _ := p.reg.Gather()
+	descs := map[string]*Desc{}
+	for _, mf := range mfs {
+		typ, ok := dtoTypes[mf.GetType()]
+		if !ok || len(mf.GetMetric()) == 0 {
+			continue
+		}
+		info.Metrics = append(info.Metrics, descFor(descs, mf, typ, mf.GetMetric()[0]))
+	}
+	return info
+}
 func (p *CollectorPlugin) Configure(context.Context, Config) error { return nil }
 
 // Collect gathers the registry; a gather error is a partial failure, the

@@ -16,6 +16,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -45,6 +46,10 @@ type Options struct {
 	DisabledMetrics []string
 	MetricPrefix    string
 	Timeout         time.Duration // per Collect; default 10s
+	// AllowUndeclared skips Run's check that every family the plugin
+	// writes is in its Info catalogue (by name or by a '*' pattern). The
+	// catalogue feeds `plexporter metrics` and the allowlist's typo warning.
+	AllowUndeclared bool
 }
 
 // Result is one Info + Configure + Collect round trip.
@@ -96,7 +101,33 @@ func Run(t testing.TB, p sdk.Plugin, opts Options) *Result {
 	}
 	res := Collect(t, c, opts.Timeout)
 	res.Info = info
+	if !opts.AllowUndeclared {
+		for _, name := range res.Undeclared(t, opts.MetricPrefix) {
+			t.Errorf("family %s is written but not in the plugin's Info catalogue", name)
+		}
+	}
 	return res
+}
+
+// Undeclared lists the families collected that the Info catalogue
+// describes neither by name nor by a '*' pattern.
+func (r *Result) Undeclared(t testing.TB, prefix string) []string {
+	t.Helper()
+	var out []string
+	for _, mf := range r.Families(t) {
+		name := strings.TrimPrefix(mf.GetName(), prefix)
+		declared := false
+		for _, d := range r.Info.GetMetrics() {
+			if ok, _ := path.Match(d.GetName(), name); ok {
+				declared = true
+				break
+			}
+		}
+		if !declared {
+			out = append(out, mf.GetName())
+		}
+	}
+	return out
 }
 
 // Collect runs one Collect on an already configured client.
