@@ -1,65 +1,25 @@
 package sdktest
 
 import (
-	"archive/tar"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plexporter/plexporter/sdk/fixture"
 )
 
 // UnpackTar extracts a fixture tree (for example a sysfs layout) from a tar
-// file into a fresh temporary directory and returns that directory.
-//
-// Fixture trees live in tar files because sysfs names contain ':' (PCI
-// addresses), which Go module archives refuse: a plain tree in testdata/
-// would break `go get` of the SDK for every vendor. Symlinks are kept.
+// file into a fresh temporary directory and returns that directory. Trees
+// are kept as tar files because sysfs names contain ':' (see sdk/fixture).
 func UnpackTar(t testing.TB, path string) string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
+	root := t.TempDir()
+	if err := fixture.Untar(path, root); err != nil {
 		t.Fatalf("fixture: %v", err)
 	}
-	defer f.Close()
-	root := t.TempDir()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return root
-		}
-		if err != nil {
-			t.Fatalf("fixture %s: %v", path, err)
-		}
-		name := filepath.Clean(h.Name)
-		if filepath.IsAbs(name) || strings.HasPrefix(name, "..") {
-			t.Fatalf("fixture %s: entry %q escapes the tree", path, h.Name)
-		}
-		dst := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(dst, 0o755)
-		case tar.TypeSymlink:
-			err = os.Symlink(h.Linkname, dst)
-		case tar.TypeReg:
-			var out *os.File
-			if out, err = os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode)&0o777|0o200); err == nil {
-				_, err = io.Copy(out, tr)
-				if cerr := out.Close(); err == nil {
-					err = cerr
-				}
-			}
-		}
-		if err != nil {
-			t.Fatalf("fixture %s: %s: %v", path, h.Name, err)
-		}
-	}
+	return root
 }
 
 // PromtoolBinary returns the path of promtool. Without promtool on PATH the

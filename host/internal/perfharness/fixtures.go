@@ -1,60 +1,13 @@
 package main
 
 import (
-	"archive/tar"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 )
-
-// untar extracts a fixture tar (dirs, files, symlinks) into dst.
-func untar(path, dst string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for range 1 << 20 {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		name := filepath.Clean(hdr.Name)
-		if filepath.IsAbs(name) || strings.HasPrefix(name, "..") {
-			return fmt.Errorf("%s: entry %q escapes the tree", path, hdr.Name)
-		}
-		out := filepath.Join(dst, name)
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return err
-		}
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(out, 0o755)
-		case tar.TypeSymlink:
-			err = os.Symlink(hdr.Linkname, out)
-		case tar.TypeReg:
-			var w *os.File
-			if w, err = os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644); err == nil {
-				_, err = io.Copy(w, tr)
-				if cerr := w.Close(); err == nil {
-					err = cerr
-				}
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %s: %w", path, hdr.Name, err)
-		}
-	}
-	return fmt.Errorf("%s: too many entries", path)
-}
 
 // rdmaTemplate is a device of the fixture tree that the scaled tree copies.
 type rdmaTemplate struct {

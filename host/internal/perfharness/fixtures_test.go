@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/plexporter/plexporter/sdk/fixture"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,7 +25,7 @@ func repoFile(t *testing.T, rel ...string) string {
 // node_exporter's sysfs library reads every port with its counters.
 func TestScaleRDMA(t *testing.T) {
 	dir := t.TempDir()
-	if err := untar(repoFile(t, "plugins", "rdma", "testdata", "sysfs.tar"), dir); err != nil {
+	if err := fixture.Untar(repoFile(t, "plugins", "rdma", "testdata", "sysfs.tar"), dir); err != nil {
 		t.Fatal(err)
 	}
 	sys := filepath.Join(dir, "sys")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/plexporter/plexporter/sdk/fixture"
+
 	"fmt"
 	"os"
 	"os/exec"
@@ -93,7 +95,7 @@ func (h *harness) scenarioRDMA() error {
 		return nil
 	}
 	tree := filepath.Join(h.trees, "rdma-tree")
-	if err := untar(filepath.Join(h.root, "plugins", "rdma", "testdata", "sysfs.tar"), tree); err != nil {
+	if err := fixture.Untar(filepath.Join(h.root, "plugins", "rdma", "testdata", "sysfs.tar"), tree); err != nil {
 		return err
 	}
 	sys := filepath.Join(tree, "sys")
