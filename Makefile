@@ -44,6 +44,8 @@ test: lint proto-check unit
 
 unit:
 	$(GO) test -count=1 ./...
+	@# the concurrent core again under the race detector (needs cgo)
+	CGO_ENABLED=1 $(GO) test -count=1 -race ./sdk/ ./sdk/fixture/ ./sdk/metricfilter/ ./host/internal/merge/ ./host/internal/expose/ ./host/internal/supervise/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
