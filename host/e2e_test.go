@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -527,16 +526,14 @@ func TestHotAddRemoveReplace(t *testing.T) {
 	})
 
 	// replace second's binary with a copy: new identity, so it restarts
-	_, mfs := h.scrape("")
-	before := pluginInfoPID(t, h, "second")
+	before := pluginSHA256(t, h, "second")
 	data, _ := os.ReadFile(filepath.Join(binDir, "chaos"))
 	tmp := filepath.Join(h.dir, ".new")
 	os.WriteFile(tmp, append(data, 0), 0o755) // one byte more: another sha256
 	os.Rename(tmp, filepath.Join(h.dir, "plexporter-second"))
 	h.waitFor(5*time.Second, "second restarted", func() bool {
-		return has("second") && pluginInfoPID(t, h, "second") != before
+		return has("second") && pluginSHA256(t, h, "second") != before
 	})
-	_ = mfs
 
 	// SIGHUP rereads the config file: a config change restarts the plugin
 	h.writeConfig("  second: {config: {series: 4}}\n")
@@ -547,8 +544,8 @@ func TestHotAddRemoveReplace(t *testing.T) {
 	})
 }
 
-// pluginInfoPID identifies a plugin build by the sha256 label of plexporter_plugin_info.
-func pluginInfoPID(t *testing.T, h *host, name string) string {
+// pluginSHA256 identifies a plugin build by the sha256 label of plexporter_plugin_info.
+func pluginSHA256(t *testing.T, h *host, name string) string {
 	_, mfs := h.scrape("")
 	for _, m := range mfs["plexporter_plugin_info"].GetMetric() {
 		var plugin, sum string
@@ -686,5 +683,4 @@ func TestPluginsAndMetricsCommands(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "| alpha | `chaos_shared` | gauge | plugin |") {
 		t.Fatalf("metrics --markdown: %v\n%s", err, out)
 	}
-	_ = strconv.Itoa
 }
