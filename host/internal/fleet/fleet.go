@@ -107,7 +107,6 @@ func (f *Fleet) Reconcile() error {
 	}
 
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for _, w := range warnings {
 		if !f.warned[w] {
 			f.warned[w] = true
@@ -136,11 +135,19 @@ func (f *Fleet) Reconcile() error {
 		stopping = append(stopping, sup)
 		delete(f.sups, name)
 	}
+	f.mu.Unlock()
+
+	// Stop outside the lock: a graceful stop may take seconds, and scrapes
+	// (which list the supervisors) must not wait for it. An old instance is
+	// gone before its replacement starts.
 	var wg sync.WaitGroup
 	for _, sup := range stopping {
 		wg.Go(sup.Stop)
 	}
 	wg.Wait()
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for name, settings := range wanted {
 		if _, running := f.sups[name]; running {
 			continue
