@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -412,10 +413,20 @@ func TestRecordingRules(t *testing.T) {
 		for _, tok := range strings.FieldsFunc(expr, func(r rune) bool {
 			return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
 		}) {
-			if strings.HasPrefix(tok, "nfs_") && tok != "nfs_volume_id" && !known[tok] {
+			if strings.HasPrefix(tok, "nfs_") && !known[tok] {
 				t.Errorf("rule reads unknown family %s", tok)
 			}
 		}
+	}
+}
+
+// TestRecordingRulesOutput runs promtool test rules: the rules must produce
+// the Crusoe names, labels and units (testdata/nfs-recording-rules.test.yml).
+func TestRecordingRulesOutput(t *testing.T) {
+	cmd := exec.Command(sdktest.PromtoolBinary(t), "test", "rules", "nfs-recording-rules.test.yml")
+	cmd.Dir = "testdata"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}
 }
 
