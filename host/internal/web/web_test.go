@@ -1,0 +1,59 @@
+package web
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestAcceptsGzip(t *testing.T) {
+	for header, want := range map[string]bool{
+		"":                      false,
+		"gzip":                  true,
+		"deflate, gzip;q=0.5":   true,
+		"gzip;q=0":              false,
+		"gzip; q=0.0, identity": false,
+		"GZIP":                  true,
+		"br, identity":          false,
+	} {
+		r, _ := http.NewRequest("GET", "/metrics", nil)
+		r.Header.Set("Accept-Encoding", header)
+		if got := acceptsGzip(r); got != want {
+			t.Errorf("Accept-Encoding %q: gzip = %v, want %v", header, got, want)
+		}
+	}
+}
+
+func TestScrapeContextFollowsPrometheusTimeout(t *testing.T) {
+	r, _ := http.NewRequest("GET", "/metrics", nil)
+	ctx, cancel := scrapeContext(r)
+	if _, ok := ctx.Deadline(); ok {
+		t.Error("no header must mean no deadline")
+	}
+	cancel()
+	for header, want := range map[string]time.Duration{"10": 9500 * time.Millisecond, "0.6": 500 * time.Millisecond, "junk": 0} {
+		r.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", header)
+		ctx, cancel := scrapeContext(r)
+		dl, ok := ctx.Deadline()
+		cancel()
+		if want == 0 {
+			if ok {
+				t.Errorf("%q: unexpected deadline", header)
+			}
+			continue
+		}
+		if got := time.Until(dl); !ok || got > want || got < want-time.Second {
+			t.Errorf("%q: deadline in %v, want about %v", header, got, want)
+		}
+	}
+}
+
+func TestSelectionSets(t *testing.T) {
+	got := set([]string{"rdma,nfs", " nvme ", ""})
+	if len(got) != 3 || !got["rdma"] || !got["nfs"] || !got["nvme"] {
+		t.Fatalf("set = %v", got)
+	}
+	if set(nil) != nil {
+		t.Fatal("no values must mean no selection")
+	}
+}
