@@ -1,0 +1,61 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plexporter/plexporter/host/internal/manifest"
+)
+
+func TestCheckPermissions(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "plexporter-x")
+	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	if err := CheckPermissions(bin, bin); err != nil {
+		t.Fatalf("a 0755 binary in a 0755 dir: %v", err)
+	}
+	os.Chmod(bin, 0o775)
+	if err := CheckPermissions(bin, bin); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+		t.Fatalf("group-writable binary: %v", err)
+	}
+	os.Chmod(bin, 0o755)
+	os.Chmod(dir, 0o777)
+	if err := CheckPermissions(bin, bin); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("world-writable directory: %v", err)
+	}
+}
+
+func TestResolveRefusals(t *testing.T) {
+	cases := map[string]struct {
+		m    manifest.Manifest
+		h    Host
+		want string
+	}{
+		"unknown user":          {manifest.Manifest{User: "no-such-user-here"}, Host{}, "no-such-user-here"},
+		"unknown group":         {manifest.Manifest{User: "nobody", Group: "no-such-group-here"}, Host{}, "no-such-group-here"},
+		"root without flag":     {manifest.Manifest{User: "root", AllowRoot: true}, Host{}, "allow_root"},
+		"root without manifest": {manifest.Manifest{User: "root"}, Host{AllowRoot: true}, "allow_root"},
+		"unknown capability":    {manifest.Manifest{User: "nobody", Capabilities: []string{"CAP_NO_SUCH"}}, Host{}, "CAP_NO_SUCH"},
+	}
+	for name, c := range cases {
+		if _, _, err := Resolve(&c.m, "/bin/true", "/x/plexporter-x", c.h); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to mention %q", name, err, c.want)
+		}
+	}
+}
+
+func TestResolveDefaults(t *testing.T) {
+	spec, warnings, err := Resolve(&manifest.Manifest{Limits: manifest.Limits{Memory: "64MiB", Nofile: 128}}, "/bin/true", "/x/plexporter-x", Host{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.UID == 0 || spec.GID == 0 || spec.MemoryBytes != 64<<20 || spec.Nofile != 128 || !spec.Landlock {
+		t.Fatalf("spec = %+v", spec)
+	}
+	if _, err := lookupUser(DefaultUser); err != nil && len(warnings) == 0 {
+		t.Fatal("falling back to nobody must warn")
+	}
+}
