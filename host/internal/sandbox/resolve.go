@@ -41,6 +41,12 @@ func Resolve(m *manifest.Manifest, binary, argv0 string, h Host) (spec *Spec, wa
 		}
 		s.Caps = append(s.Caps, strings.ToLower(name))
 	}
+	if m.Limits.Pids > 0 {
+		// No rlimit is safe for this (RLIMIT_NPROC counts every thread of the
+		// uid across plugins); it needs a cgroup v2 child, which this host
+		// does not create yet.
+		warnings = append(warnings, fmt.Sprintf("limits.pids (%d) is not enforced: it needs a per-plugin cgroup v2 child", m.Limits.Pids))
+	}
 	if m.Limits.Memory != "" {
 		if s.MemoryBytes, err = manifest.ParseBytes(m.Limits.Memory); err != nil {
 			return nil, warnings, err

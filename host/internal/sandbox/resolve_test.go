@@ -48,14 +48,17 @@ func TestResolveRefusals(t *testing.T) {
 }
 
 func TestResolveDefaults(t *testing.T) {
-	spec, warnings, err := Resolve(&manifest.Manifest{Limits: manifest.Limits{Memory: "64MiB", Nofile: 128}}, "/bin/true", "/x/plexporter-x", Host{})
+	spec, warnings, err := Resolve(&manifest.Manifest{Limits: manifest.Limits{Memory: "64MiB", Nofile: 128, Pids: 16}}, "/bin/true", "/x/plexporter-x", Host{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if spec.UID == 0 || spec.GID == 0 || spec.MemoryBytes != 64<<20 || spec.Nofile != 128 || !spec.Landlock {
 		t.Fatalf("spec = %+v", spec)
 	}
-	if _, err := lookupUser(DefaultUser); err != nil && len(warnings) == 0 {
-		t.Fatal("falling back to nobody must warn")
+	if _, err := lookupUser(DefaultUser); err != nil && !strings.Contains(strings.Join(warnings, "\n"), "nobody") {
+		t.Fatalf("falling back to nobody must warn: %v", warnings)
+	}
+	if !strings.Contains(strings.Join(warnings, "\n"), "limits.pids (16) is not enforced") {
+		t.Fatalf("an unenforced pids limit must be said: %v", warnings)
 	}
 }
