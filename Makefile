@@ -37,7 +37,7 @@ build:
 
 ## run: build, then serve on $(LISTEN) with the shipped plugins
 run: build
-	./$(BIN)/plexporter --plugin.dir=./$(BIN)/plugins --web.listen-address=$(LISTEN)
+	./$(BIN)/plexporter --plugin.dir=./$(BIN)/plugins --web.listen-address=$(LISTEN) $(RUN_ARGS)
 
 ## test: everything CI checks
 test: lint proto-check unit
