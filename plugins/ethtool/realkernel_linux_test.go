@@ -213,17 +213,7 @@ func TestRealKernelVeth(t *testing.T) {
 // test binary as an unprivileged user (README "Privileges") to confirm the
 // plugin needs no capability.
 func TestIoctlUnprivileged(t *testing.T) {
-	entries, _ := os.ReadDir("/sys/class/net")
-	var nic string
-	for _, e := range entries {
-		if _, err := os.Stat(filepath.Join("/sys/class/net", e.Name(), "device")); err == nil {
-			nic = e.Name()
-			break
-		}
-	}
-	if nic == "" {
-		t.Skip("no NIC with a device link on this host")
-	}
+	nic := hostNIC(t)
 	src := newIoctlSource()
 	defer src.Close()
 	st, err := src.DriverStats(context.Background(), nic)
@@ -327,17 +317,7 @@ func TestRealKernelStandardStats(t *testing.T) {
 // netlink. Run the test binary as an unprivileged user (README
 // "Privileges") to confirm the GET requests need no capability.
 func TestStandardStatsHostNIC(t *testing.T) {
-	entries, _ := os.ReadDir("/sys/class/net")
-	var nic string
-	for _, e := range entries {
-		if _, err := os.Stat(filepath.Join("/sys/class/net", e.Name(), "device")); err == nil {
-			nic = e.Name()
-			break
-		}
-	}
-	if nic == "" {
-		t.Skip("no NIC with a device link on this host")
-	}
+	nic := hostNIC(t)
 	src := newGenlSource()
 	defer src.Close()
 	all := stdRequest{Groups: stdGroupsAllSet, Pause: true, FEC: true}
@@ -356,4 +336,18 @@ func TestStandardStatsHostNIC(t *testing.T) {
 		}
 	}
 	t.Logf("%s (euid %d): %+v; %v per netdev (3 requests)", nic, os.Geteuid(), st, time.Since(start)/rounds)
+}
+
+// hostNIC returns the first netdev of this host with a device link (a real
+// or virtual NIC, not lo/veth/bridge), skipping the test without one.
+func hostNIC(t *testing.T) string {
+	t.Helper()
+	entries, _ := os.ReadDir("/sys/class/net")
+	for _, e := range entries {
+		if _, err := os.Stat(filepath.Join("/sys/class/net", e.Name(), "device")); err == nil {
+			return e.Name()
+		}
+	}
+	t.Skip("no NIC with a device link on this host")
+	return ""
 }
