@@ -2,6 +2,8 @@ package sdk
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,7 +19,7 @@ func (w *Writer) WriteFamilies(mfs []*dto.MetricFamily) {
 	for _, mf := range mfs {
 		typ, ok := dtoTypes[mf.GetType()]
 		if !ok {
-			w.Error("gather", errUnsupportedType(mf))
+			w.Error("gather", fmt.Errorf("family %s: unsupported metric type %s", mf.GetName(), mf.GetType()))
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -41,7 +43,7 @@ func (w *Writer) WriteFamilies(mfs []*dto.MetricFamily) {
 				var bounds []float64
 				var cum []uint64
 				for _, b := range h.GetBucket() {
-					if b.GetUpperBound() == inf {
+					if math.IsInf(b.GetUpperBound(), 1) {
 						continue // the +Inf bucket is the count
 					}
 					bounds = append(bounds, b.GetUpperBound())
