@@ -60,16 +60,16 @@ $(TOOLS)/protoc-gen-go:
 $(TOOLS)/protoc-gen-go-grpc:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 
-## bench: build, then run the performance harness (host/internal/perfharness,
+## bench: build, then run the performance harness (internal/bench,
 ##        ~5 min on 2 cores): medians and same-run ratios as markdown on stdout
 ##        and in docs/performance.md. Harness flags go in BENCH_FLAGS,
 ##        e.g. BENCH_FLAGS='-scenarios 1 -sizes 100000'.
 BENCH_FLAGS ?=
 bench: build
 	@mkdir -p $(BIN)/bench
-	$(GO) build -o $(BIN)/bench/plexporter-chaos ./host/internal/testplugins/chaos
-	$(GO) build -o $(BIN)/bench/plexporter-bench ./host/internal/perfharness/benchplugin
-	$(GO) run ./host/internal/perfharness -bin $(BIN) $(BENCH_FLAGS)
+	$(GO) build -o $(BIN)/bench/plexporter-chaos ./internal/testplugins/chaos
+	$(GO) build -o $(BIN)/bench/plexporter-bench ./internal/bench/benchplugin
+	$(GO) run ./internal/bench -bin $(BIN) $(BENCH_FLAGS)
 
 ## proto: regenerate the committed Go code from proto/
 proto: tools

@@ -13,7 +13,7 @@ import (
 // Micro-benchmarks of the plugin side of a collect (batch build with the
 // Writer, proto marshal as gRPC does before sending) and of the host's first
 // step (proto unmarshal of the received batches). The samples are shaped like
-// host/internal/batchtest.Mix: counters with 3 labels, gauges with 2 and
+// internal/batchtest.Mix: counters with 3 labels, gauges with 2 and
 // 10-bucket histograms, 6:3:1 by sample; label values are prepared up front,
 // as a plugin holds them when it writes.
 //

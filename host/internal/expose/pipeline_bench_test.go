@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plexporter/plexporter/host/internal/batchtest"
 	"github.com/plexporter/plexporter/host/internal/merge"
-	"github.com/plexporter/plexporter/host/internal/perfharness/workload"
+	"github.com/plexporter/plexporter/internal/batchtest"
+	"github.com/plexporter/plexporter/internal/bench/workload"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 

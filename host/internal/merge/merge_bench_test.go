@@ -4,9 +4,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/plexporter/plexporter/host/internal/batchtest"
 	"github.com/plexporter/plexporter/host/internal/merge"
-	"github.com/plexporter/plexporter/host/internal/perfharness/workload"
+	"github.com/plexporter/plexporter/internal/batchtest"
+	"github.com/plexporter/plexporter/internal/bench/workload"
 )
 
 // BenchmarkMergeWorkload merges the performance harness's 100k-series

@@ -1,7 +1,7 @@
-// Command perfharness measures plexporter side by side with the exporters it
+// Command bench measures plexporter side by side with the exporters it
 // replaces and writes docs/performance.md. Run it with `make bench` (which
 // builds the host, the shipped plugins, the chaos plugin and the harness's
-// bench plugin first) or `go run ./host/internal/perfharness` after them.
+// bench plugin first) or `go run ./internal/bench` after them.
 //
 // Scenarios (issue 6):
 //
@@ -94,7 +94,7 @@ func run() int {
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 100 {
-			fmt.Fprintf(os.Stderr, "perfharness: bad -sizes entry %q\n", s)
+			fmt.Fprintf(os.Stderr, "bench: bad -sizes entry %q\n", s)
 			return 2
 		}
 		h.sizes = append(h.sizes, n)
@@ -104,13 +104,13 @@ func run() int {
 		h.scenarios[strings.TrimSpace(s)] = true
 	}
 	if h.runs < 1 || h.runs > 100 {
-		fmt.Fprintln(os.Stderr, "perfharness: -runs must be in 1..100")
+		fmt.Fprintln(os.Stderr, "bench: -runs must be in 1..100")
 		return 2
 	}
 
 	var err error
 	if h.root, err = findRoot(); err != nil {
-		fmt.Fprintln(os.Stderr, "perfharness:", err)
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
 	}
 	if !filepath.IsAbs(h.binDir) {
@@ -118,11 +118,11 @@ func run() int {
 	}
 	h.hostBin = filepath.Join(h.binDir, "plexporter")
 	if _, err := os.Stat(h.hostBin); err != nil {
-		fmt.Fprintf(os.Stderr, "perfharness: %s missing: run `make bench` (or `make build` first)\n", h.hostBin)
+		fmt.Fprintf(os.Stderr, "bench: %s missing: run `make bench` (or `make build` first)\n", h.hostBin)
 		return 2
 	}
-	if h.work, err = os.MkdirTemp("", "perfharness-"); err != nil {
-		fmt.Fprintln(os.Stderr, "perfharness:", err)
+	if h.work, err = os.MkdirTemp("", "bench-"); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
 	// Sandboxed plugins run as an unprivileged user: they must be able to
@@ -139,7 +139,7 @@ func run() int {
 	// live in memory.
 	h.trees = h.work
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		if d, err := os.MkdirTemp("/dev/shm", "perfharness-trees-"); err == nil {
+		if d, err := os.MkdirTemp("/dev/shm", "bench-trees-"); err == nil {
 			os.Chmod(d, 0o755)
 			h.trees = d
 			defer func() {
@@ -159,7 +159,7 @@ func run() int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		fmt.Fprintln(os.Stderr, "perfharness: interrupted; stopping processes")
+		fmt.Fprintln(os.Stderr, "bench: interrupted; stopping processes")
 		stopAll()
 		os.Exit(130)
 	}()
@@ -230,7 +230,7 @@ func run() int {
 			path = filepath.Join(h.root, path)
 		}
 		if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "perfharness:", err)
+			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
 		}
 		h.logf("wrote %s", path)

@@ -105,7 +105,7 @@ func (h *harness) microBenchmarks() error {
 		}
 	}
 	h.report.micro = "Medians of `-count 5`, in process, one goroutine; `BenchmarkMerge100k` and `BenchmarkEncode100k` use " +
-		"`host/internal/batchtest.Mix` (100k samples), `BenchmarkMergeWorkload` and `BenchmarkHostPipeline` the harness workload " +
+		"`internal/batchtest.Mix` (100k samples), `BenchmarkMergeWorkload` and `BenchmarkHostPipeline` the harness workload " +
 		"(100k series); `BenchmarkHostPipeline` is the host's CPU for one scrape without gRPC, HTTP and process " +
 		"boundaries (decode + merge + encode [+ gzip]). Run them yourself with " +
 		"`go test ./sdk ./host/internal/merge ./host/internal/expose -run '^$' -bench . -count 6 | benchstat -`.\n\n" +
@@ -333,7 +333,7 @@ var areas = []struct{ prefix, area string }{
 	{"github.com/plexporter/plexporter/host/internal/expose", "expose (text writer)"},
 	{"github.com/plexporter/plexporter/sdk/dtoconv", "sdk/dtoconv"},
 	{"github.com/plexporter/plexporter/sdk", "sdk Writer"},
-	{"github.com/plexporter/plexporter/host/internal/perfharness", "bench plugin"},
+	{"github.com/plexporter/plexporter/internal/bench", "bench plugin"},
 	{"github.com/plexporter/plexporter/plugins/", "plugin code"},
 	{"github.com/plexporter/plexporter/host", "host (other)"},
 	{"github.com/prometheus", "client_golang/expfmt"},
