@@ -159,12 +159,12 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, f flags, toolkit
 	go fl.Watch(ctx, hup)
 
 	scraper := scrape.New(fl, filter, f.maxLabelLen, log)
-	handler, err := hostweb.Handler(scraper, fl.Ready, hostweb.Options{MetricsPath: f.metricsPath, MaxRequests: f.maxRequests, Version: version.Info()}, log)
+	handler, err := hostweb.Handler(scraper, fl.Ready, hostweb.Options{MetricsPath: f.metricsPath, MaxRequests: f.maxRequests, Version: version.Info(), WriteTimeout: f.scrapeTimeout}, log)
 	if err != nil {
 		log.Error("web", "err", err)
 		return 1
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := hostweb.Server(handler)
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(srv, toolkitFlags, log) }()
 	select {

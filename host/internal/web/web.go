@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/plexporter/plexporter/host/internal/expose"
+	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/host/internal/scrape"
 )
 
@@ -26,12 +28,29 @@ type Options struct {
 	MetricsPath string
 	MaxRequests int // concurrent metrics requests; 0 = unlimited
 	Version     string
+	// WriteTimeout bounds how long one response may take to reach the
+	// client once the scrape is done (default: DefaultWriteTimeout). A
+	// client that stops reading gives its --web.max-requests slot back after
+	// it, instead of holding it for as long as it keeps the connection open.
+	// Prometheus's own scrape timeout, when it sends one, wins.
+	WriteTimeout time.Duration
+}
+
+// DefaultWriteTimeout is the write budget when Options leave it unset.
+const DefaultWriteTimeout = 5 * time.Second
+
+// Scraper is what the metrics handler needs of the scrape package.
+type Scraper interface {
+	Scrape(ctx context.Context, sel scrape.Selection) []*merge.Family
 }
 
 // Handler returns the host's HTTP handler.
-func Handler(s *scrape.Scraper, ready func() bool, opts Options, log *slog.Logger) (http.Handler, error) {
+func Handler(s Scraper, ready func() bool, opts Options, log *slog.Logger) (http.Handler, error) {
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
 	mux := http.NewServeMux()
-	mux.Handle(opts.MetricsPath, &metricsHandler{scraper: s, log: log, sem: semaphore(opts.MaxRequests)})
+	mux.Handle(opts.MetricsPath, &metricsHandler{scraper: s, log: log, sem: semaphore(opts.MaxRequests), writeTimeout: opts.WriteTimeout})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
@@ -68,10 +87,29 @@ func semaphore(n int) chan struct{} {
 	return make(chan struct{}, n)
 }
 
+// Server returns the HTTP server for handler. Its timeouts keep clients
+// from holding resources: headers must arrive within ReadHeaderTimeout, and
+// a keep-alive connection that carries no request for IdleTimeout is closed
+// (longer than Prometheus's default 1 m interval, so a scraper's connection
+// is reused between scrapes). Responses are bounded per request by the
+// handler's write deadline, not by http.Server.WriteTimeout: that one starts
+// when the headers are read, so it would also have to cover the longest
+// scrape a Prometheus may ask for.
+func Server(handler http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
 type metricsHandler struct {
-	scraper *scrape.Scraper
-	log     *slog.Logger
-	sem     chan struct{}
+	scraper      Scraper
+	log          *slog.Logger
+	sem          chan struct{}
+	writeTimeout time.Duration
 }
 
 var gzipPool = sync.Pool{New: func() any {
@@ -89,11 +127,28 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	q := r.URL.Query()
+	// url.ParseQuery, not r.URL.Query: Query drops what it cannot parse
+	// (a ';', more parameters than net/url accepts) without a word, and a
+	// scrape that silently lost its collect[] would serve every plugin.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		http.Error(w, "bad query: "+err.Error()+" (expected collect[]=<plugin>&exclude[]=<plugin>)", http.StatusBadRequest)
+		return
+	}
 	sel := scrape.Selection{Include: set(q["collect[]"]), Exclude: set(q["exclude[]"])}
 	ctx, cancel := scrapeContext(r)
 	defer cancel()
 	fams := h.scraper.Scrape(ctx, sel)
+
+	// The scrape is done; from here the client alone decides how long the
+	// response takes. Bound it so a client that never reads frees its slot.
+	budget := h.writeTimeout
+	if d, ok := prometheusTimeout(r); ok && d > budget {
+		budget = d
+	}
+	if err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(budget)); err != nil {
+		h.log.Debug("cannot set the write deadline", "err", err)
+	}
 
 	format := expfmt.NegotiateAccept(r.Header, expose.Formats...)
 	w.Header().Set("Content-Type", string(format))
@@ -124,12 +179,21 @@ const scrapeTimeoutMargin = 500 * time.Millisecond
 // (X-Prometheus-Scrape-Timeout-Seconds) minus a margin; plugins still have
 // their own, usually shorter, --scrape.timeout.
 func scrapeContext(r *http.Request) (context.Context, context.CancelFunc) {
-	secs, err := strconv.ParseFloat(r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"), 64)
-	if err != nil || secs <= 0 {
+	d, ok := prometheusTimeout(r)
+	if !ok {
 		return context.WithCancel(r.Context())
 	}
-	d := max(time.Duration(secs*float64(time.Second))-scrapeTimeoutMargin, scrapeTimeoutMargin)
-	return context.WithTimeout(r.Context(), d)
+	return context.WithTimeout(r.Context(), max(d-scrapeTimeoutMargin, scrapeTimeoutMargin))
+}
+
+// prometheusTimeout is the scrape timeout Prometheus announces in
+// X-Prometheus-Scrape-Timeout-Seconds.
+func prometheusTimeout(r *http.Request) (time.Duration, bool) {
+	secs, err := strconv.ParseFloat(r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"), 64)
+	if err != nil || secs <= 0 || secs > 3600 {
+		return 0, false
+	}
+	return time.Duration(secs * float64(time.Second)), true
 }
 
 func acceptsGzip(r *http.Request) bool {

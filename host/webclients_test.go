@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// stalledClient sends one GET for the metrics path and never reads the
+// answer, with a receive buffer as small as the kernel allows, so the host's
+// writes block once the socket buffers are full.
+func stalledClient(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 1024)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Clients that ask for /metrics and never read must not hold the
+// --web.max-requests slots for longer than one scrape timeout: before the
+// write deadline, five such clients made every other scrape a 503 for as
+// long as they kept their connections open.
+func TestStalledClientsDoNotStarveScrapes(t *testing.T) {
+	// 200k series: ~12 MB of text, far more than loopback socket buffers hold.
+	h := startHost(t, []string{"big"}, "  big:\n    config: {series: 200000}\n", "--web.max-requests=5", "--scrape.timeout=1s")
+	addr := strings.TrimPrefix(h.url, "http://")
+	for range 5 {
+		stalledClient(t, addr)
+	}
+	// Wait until the stalled clients hold every slot.
+	h.waitFor(10*time.Second, "stalled clients to hold every slot", func() bool {
+		resp, err := http.Get(h.url + "/metrics")
+		if err != nil {
+			return false
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	})
+	began := time.Now()
+	var status int
+	for time.Since(began) < 10*time.Second {
+		resp, err := http.Get(h.url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if status = resp.StatusCode; status == http.StatusOK && err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if status != http.StatusOK {
+		t.Fatalf("scrapes still get %d 10 s after five stalled clients took every slot (write timeout 1 s)", status)
+	}
+	// One scrape timeout for the stalled writes plus the scrape itself;
+	// generous for a loaded CI machine, far below "as long as they stay".
+	if waited := time.Since(began); waited > 5*time.Second {
+		t.Errorf("a normal scrape waited %v for the stalled clients' slots", waited)
+	}
+}
+
+// A query the host cannot parse completely is refused: net/url's lenient
+// parser drops a ';' pair (or everything beyond its parameter limit)
+// silently, and a scrape that lost its collect[] would serve every plugin.
+func TestUnparsableQueryIsRefused(t *testing.T) {
+	h := startHost(t, []string{"a", "b"}, "")
+	for _, q := range []string{
+		"collect[]=a;exclude[]=b",
+		"collect[]=a&" + strings.Repeat("x=1&", 10_001),
+		"collect[]=%zz",
+	} {
+		resp, err := http.Get(h.url + "/metrics?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "bad query") {
+			t.Errorf("query %.40q…: %d %q, want 400 naming the bad query", q, resp.StatusCode, body)
+		}
+	}
+	body, _ := h.scrape("?collect[]=a")
+	if !strings.Contains(body, `plugin="a"`) || strings.Contains(body, `chaos_collects_total{plugin="b"}`) {
+		t.Errorf("collect[]=a must serve plugin a only:\n%.500s", body)
+	}
+}
