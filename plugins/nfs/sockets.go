@@ -3,8 +3,11 @@ package main
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +35,33 @@ func (s socket) kernelOwned() bool { return s.uid == 0 && s.inode != 0 }
 // conn is the socket's label value in nfs_server_* families.
 func (s socket) conn() string {
 	return net.JoinHostPort(s.localIP.String(), strconv.FormatUint(s.localPort, 10))
+}
+
+// readSockets reads <netDir>/tcp and tcp6. ok is false when the IPv4 table
+// could not be read: socket families are then left out rather than reported
+// as 0. A missing tcp6 (IPv6 disabled) is not an error. errs are the
+// partial failures: an unreadable table, or rows that did not parse.
+func readSockets(netDir string) (socks []socket, ok bool, errs []error) {
+	for _, name := range []string{"tcp", "tcp6"} {
+		path := filepath.Join(netDir, name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			if name == "tcp6" && errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			errs = append(errs, err)
+			if name == "tcp" {
+				return nil, false, errs
+			}
+			continue
+		}
+		s, bad := parseNetTCP(data)
+		if bad > 0 {
+			errs = append(errs, fmt.Errorf("%s: %d unparseable rows skipped", path, bad))
+		}
+		socks = append(socks, s...)
+	}
+	return socks, true, errs
 }
 
 // parseNetTCP parses the text of /proc/net/tcp or /proc/net/tcp6 (format of

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/sdktest"
+)
+
+func TestConfig(t *testing.T) {
+	root := procRoot(t, "mountstats-mixed", "tcp-synthetic", "tcp6-synthetic")
+	res := sdktest.Run(t, newPlugin(), sdktest.Options{Procfs: root, Config: map[string]any{
+		"operations":      []any{"READ", "setattr"},
+		"volume_id_regex": `^/(?P<volume_id>[^/]+)`,
+	}})
+	text := res.Text(t)
+	mustContain(t, text,
+		`nfs_rpc_count_total{volume_id="export",nfs_operation="setattr"} 211093`,
+		`nfs_rpc_count_total{volume_id="vol",nfs_operation="read"} 4.8211903e+07`)
+	mustNotContain(t, text, `nfs_operation="getattr"`)
+}
+
+// TestConfigureAcceptsDocumentedKeys sets every key of the README's table
+// and checks where each one lands.
+func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
+	dir := t.TempDir()
+	ms := filepath.Join(dir, "1", "mountstats")
+	p := newPlugin()
+	err := p.Configure(t.Context(), sdktest.Config(t, map[string]any{
+		"mountstats_path": ms,
+		"net_dir":         filepath.Join(dir, "net"),
+		"volume_id_regex": `^/(?P<volume_id>[^/]+)`,
+		"operations":      []any{" Read", "READ", "commit"},
+		"server_port":     20049,
+	}, sdk.Paths{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.mountstats != ms || p.netDir != filepath.Join(dir, "net") || p.port != 20049 ||
+		strings.Join(p.ops, ",") != "read,commit" || p.namer.name("/vol/x") != "vol" {
+		t.Errorf("configured %+v", p)
+	}
+
+	// The defaults: mountstats under the host's procfs, net/ next to it.
+	p = newPlugin()
+	if err := p.Configure(t.Context(), sdktest.Config(t, nil, sdk.Paths{Procfs: "/host/proc"})); err != nil {
+		t.Fatal(err)
+	}
+	if p.mountstats != "/host/proc/self/mountstats" || p.netDir != "/host/proc/self/net" || p.port != 2049 ||
+		strings.Join(p.ops, ",") != strings.Join(defaultOperations, ",") {
+		t.Errorf("defaults %+v", p)
+	}
+}
+
+// TestConfigureRejects: each bad setting is refused with a message that
+// names its key.
+func TestConfigureRejects(t *testing.T) {
+	for key, raw := range map[string]map[string]any{
+		"volume_id_regex": {"volume_id_regex": "("},
+		"server_port":     {"server_port": 70000},
+		"operations[0]":   {"operations": []any{""}},
+		"operations[1]":   {"operations": []any{"read", " "}},
+		"unknown_key":     {"unknown_key": 1},
+		"operations":      {"operations": "read"},
+	} {
+		err := newPlugin().Configure(t.Context(), sdktest.Config(t, raw, sdk.Paths{}))
+		if err == nil {
+			t.Errorf("config %v accepted", raw)
+		} else if !strings.Contains(err.Error(), key) {
+			t.Errorf("config %v: error %q does not name %s", raw, err, key)
+		}
+	}
+	if err := newPlugin().Configure(t.Context(), sdktest.Config(t, map[string]any{"server_port": 0}, sdk.Paths{})); err == nil ||
+		!strings.HasPrefix(err.Error(), "server_port: ") {
+		t.Errorf("server_port 0: %v", err)
+	}
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/plexporter/plexporter/sdk/sdktest"
+)
+
+// TestRecordingRules runs promtool check rules on the shipped rules file.
+func TestRecordingRules(t *testing.T) {
+	sdktest.PromtoolRules(t, "nfs-recording-rules.yml")
+	// Every family a rule reads must be one the plugin exports.
+	rules, err := os.ReadFile("nfs-recording-rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, d := range catalogue {
+		known[d.Name] = true
+	}
+	for _, line := range strings.Split(string(rules), "\n") {
+		_, expr, ok := strings.Cut(line, "expr: ")
+		if !ok {
+			continue
+		}
+		for _, tok := range strings.FieldsFunc(expr, func(r rune) bool {
+			return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		}) {
+			if strings.HasPrefix(tok, "nfs_") && !known[tok] {
+				t.Errorf("rule reads unknown family %s", tok)
+			}
+		}
+	}
+}
+
+// TestRecordingRulesOutput runs promtool test rules: the rules must produce
+// the Crusoe names, labels and units (testdata/nfs-recording-rules.test.yml).
+func TestRecordingRulesOutput(t *testing.T) {
+	cmd := exec.Command(sdktest.PromtoolBinary(t), "test", "rules", "nfs-recording-rules.test.yml")
+	cmd.Dir = "testdata"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
