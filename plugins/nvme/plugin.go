@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -12,53 +11,17 @@ import (
 	"github.com/plexporter/plexporter/sdk"
 )
 
+// Collector names: the collector label of the partial errors sent to the
+// host.
 const (
-	pluginName            = "nvme"
-	pluginVersion         = "0.1.0"
-	defaultSMARTInterval  = 5 * time.Minute
-	minimumSMARTInterval  = 10 * time.Second
-	defaultDevDir         = "/dev"
-	collectorIdentity     = "identity"
-	collectorSMART        = "smart"
-	collectorControllerLs = "controllers"
+	collectorControllers = "controllers" // listing <sysfs>/class/nvme
+	collectorIdentity    = "identity"    // a controller's sysfs attributes
+	collectorSMART       = "smart"       // the SMART/Health log page
 )
 
-// config is the plugin's section of the host configuration.
-type config struct {
-	// SMART enables the SMART/Health log poller (default true).
-	SMART *bool `json:"smart"`
-	// SMARTInterval is how often each controller's log page is read.
-	SMARTInterval duration `json:"smart_interval"`
-	// DevDir holds the controller character devices (nvme0, ...).
-	DevDir string `json:"dev_dir"`
-}
-
-// duration decodes "5m"/"90s" strings (or a number of seconds).
-type duration time.Duration
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	switch x := v.(type) {
-	case string:
-		p, err := time.ParseDuration(x)
-		if err != nil {
-			return err
-		}
-		*d = duration(p)
-	case float64:
-		*d = duration(x * float64(time.Second))
-	default:
-		return fmt.Errorf("duration must be a string like \"5m\" or a number of seconds, got %s", b)
-	}
-	return nil
-}
-
-// nvmePlugin exports NVMe controller identity (sysfs, every scrape) and the
+// plugin exports NVMe controller identity (sysfs, every scrape) and the
 // SMART/Health log (admin ioctl, polled in the background).
-type nvmePlugin struct {
+type plugin struct {
 	open        openFunc
 	now         func() time.Time
 	log         hclog.Logger
@@ -71,8 +34,8 @@ type nvmePlugin struct {
 	smartOff  bool
 }
 
-func newPlugin() *nvmePlugin {
-	return &nvmePlugin{
+func newPlugin() *plugin {
+	return &plugin{
 		open:        openIoctlDevice,
 		now:         time.Now,
 		log:         sdk.Logger(),
@@ -80,11 +43,11 @@ func newPlugin() *nvmePlugin {
 	}
 }
 
-func (p *nvmePlugin) Info() sdk.Info {
+func (p *plugin) Info() sdk.Info {
 	return sdk.Info{
-		Name:    pluginName,
-		Version: pluginVersion,
-		Metrics: catalogue(),
+		Name:    "nvme",
+		Version: sdk.BuildVersion(),
+		Metrics: catalogue,
 		Sandbox: sdk.SandboxHints{
 			Capabilities:  []string{"CAP_SYS_ADMIN", "CAP_DAC_READ_SEARCH"},
 			ReadOnlyPaths: []string{"/sys/class/nvme", "/sys/devices"},
@@ -94,21 +57,17 @@ func (p *nvmePlugin) Info() sdk.Info {
 }
 
 // Configure validates the settings and (re)starts the SMART poller.
-func (p *nvmePlugin) Configure(_ context.Context, cfg sdk.Config) error {
-	c := config{SMARTInterval: duration(defaultSMARTInterval), DevDir: defaultDevDir}
+func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
+	c := defaultConfig(p.minInterval)
 	if err := cfg.Decode(&c); err != nil {
 		return err
 	}
-	if iv := time.Duration(c.SMARTInterval); iv < p.minInterval {
-		return fmt.Errorf("nvme: smart_interval %s is below the minimum of %s", iv, p.minInterval)
+	if err := c.validate(); err != nil {
+		return err
 	}
-	if c.DevDir == "" {
-		return fmt.Errorf("nvme: dev_dir must not be empty")
-	}
-	smartOn := c.SMART == nil || *c.SMART
-	if smartOn && !anyEnabled(cfg, smartDescs) {
-		smartOn = false // allowlist pushdown: nobody wants the SMART families
-	}
+	// Allowlist pushdown: when nobody wants the SMART families the poller
+	// does not run and no device is opened.
+	smartOn := c.smartEnabled() && anyEnabled(cfg, smartDescs)
 
 	p.Close() // a second Configure replaces the previous poller
 	p.mu.Lock()
@@ -117,7 +76,7 @@ func (p *nvmePlugin) Configure(_ context.Context, cfg sdk.Config) error {
 	p.identErrs = map[string]uint64{}
 	p.smartOff = !smartOn
 	if smartOn {
-		p.poller = newPoller(cfg.Paths.Sysfs, c.DevDir, time.Duration(c.SMARTInterval), p.open, p.now, p.log)
+		p.poller = newPoller(cfg.Paths.Sysfs, c.DevDir, c.SMARTInterval.Duration, p.open, p.now, p.log)
 		p.poller.start()
 	}
 	return nil
@@ -135,7 +94,7 @@ func anyEnabled(cfg sdk.Config, ds []*sdk.Desc) bool {
 
 // Close stops the SMART poller and waits for it. The plugin process exits
 // without calling it; tests and a re-Configure do.
-func (p *nvmePlugin) Close() {
+func (p *plugin) Close() {
 	p.mu.Lock()
 	pl := p.poller
 	p.poller = nil
@@ -147,14 +106,14 @@ func (p *nvmePlugin) Close() {
 
 // Collect reads identity from sysfs and serves SMART from the poller cache;
 // it never issues an ioctl itself.
-func (p *nvmePlugin) Collect(ctx context.Context, w *sdk.Writer) error {
+func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	p.mu.Lock()
 	sysfs, pl, smartOff := p.sysfs, p.poller, p.smartOff
 	p.mu.Unlock()
 
 	names, err := listControllers(sysfs)
 	if err != nil {
-		w.Error(collectorControllerLs, err)
+		w.Error(collectorControllers, err)
 		return nil
 	}
 	for _, name := range names {
@@ -170,9 +129,9 @@ func (p *nvmePlugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			for _, e := range id.Errs {
 				w.Error(collectorIdentity, e)
 			}
-			w.Gauge(infoDesc, 1, name, id.Serial, id.Model, id.FirmwareRev, id.Transport, id.Address)
+			w.Gauge(descInfo, 1, name, id.Serial, id.Model, id.FirmwareRev, id.Transport, id.Address)
 			if id.State != "" {
-				w.Gauge(stateDesc, 1, name, id.State)
+				w.Gauge(descControllerState, 1, name, id.State)
 			}
 		}
 		p.mu.Lock()
@@ -182,7 +141,7 @@ func (p *nvmePlugin) Collect(ctx context.Context, w *sdk.Writer) error {
 
 		switch {
 		case smartOff:
-			w.Gauge(smartAvailableDesc, 0, name)
+			w.Gauge(descSMARTAvailable, 0, name)
 		case pl != nil:
 			st, unreported, ok := pl.state(name)
 			errs += st.Errors
@@ -190,17 +149,53 @@ func (p *nvmePlugin) Collect(ctx context.Context, w *sdk.Writer) error {
 				w.Error(collectorSMART, fmt.Errorf("%s: %w", name, unreported))
 			}
 			if ok {
-				w.Gauge(smartAvailableDesc, b2f(st.Available), name)
+				w.Gauge(descSMARTAvailable, b2f(st.Available), name)
 			}
 			if st.Log != nil {
-				w.Gauge(smartLastSuccessDesc, float64(st.LastSuccess.UnixNano())/1e9, name)
+				w.Gauge(descSMARTLastSuccess, float64(st.LastSuccess.UnixNano())/1e9, name)
 				writeSMART(w, name, id.Serial, st.Log)
 			}
 		}
-		w.Counter(collectionErrorsDesc, float64(errs), name)
+		w.Counter(descCollectionErrors, float64(errs), name)
 	}
 	return nil
 }
+
+// writeSMART writes the decoded log page of one controller.
+func writeSMART(w *sdk.Writer, dev, serial string, l *smartLog) {
+	for bit, name := range criticalWarningBits {
+		w.Gauge(descCriticalWarning, float64(l.CriticalWarning>>bit&1), dev, serial, name)
+	}
+	w.Counter(descMediaErrors, l.MediaErrors.Float64(), dev)
+	w.Counter(descErrorLogEntries, l.ErrorLogEntries.Float64(), dev)
+	w.Gauge(descPercentageUsed, float64(l.PercentageUsed), dev)
+	w.Gauge(descAvailableSpare, float64(l.AvailableSparePct)/100, dev)
+	w.Gauge(descAvailableSpareThreshold, float64(l.AvailableSpareThreshPct)/100, dev)
+	w.Counter(descPowerOn, l.PowerOnHours.Float64()*secondsPerHour, dev)
+	w.Counter(descPowerCycles, l.PowerCycles.Float64(), dev)
+	w.Counter(descUnsafeShutdowns, l.UnsafeShutdowns.Float64(), dev)
+	w.Counter(descDataRead, l.DataUnitsRead.Float64()*bytesPerDataUnit, dev)
+	w.Counter(descDataWritten, l.DataUnitsWritten.Float64()*bytesPerDataUnit, dev)
+	w.Counter(descHostReadCommands, l.HostReadCommands.Float64(), dev)
+	w.Counter(descHostWriteCommands, l.HostWriteCommands.Float64(), dev)
+	w.Counter(descControllerBusy, l.ControllerBusyMin.Float64()*secondsPerMinute, dev)
+	if l.CompositeTemperatureK != 0 {
+		w.Gauge(descTemperature, kelvinToCelsius(l.CompositeTemperatureK), dev, "composite")
+	}
+	for i, k := range l.TemperatureSensorK {
+		if k != 0 {
+			w.Gauge(descTemperature, kelvinToCelsius(k), dev, sensorNames[i])
+		}
+	}
+	w.Counter(descWarningTempTime, float64(l.WarningTempTimeMin)*secondsPerMinute, dev)
+	w.Counter(descCriticalTempTime, float64(l.CriticalTempTimeMn)*secondsPerMinute, dev)
+	w.Counter(descThermalTransitions, float64(l.ThermalMgmtT1Transitions), dev, "1")
+	w.Counter(descThermalTransitions, float64(l.ThermalMgmtT2Transitions), dev, "2")
+	w.Counter(descThermalSeconds, float64(l.ThermalMgmtT1Seconds), dev, "1")
+	w.Counter(descThermalSeconds, float64(l.ThermalMgmtT2Seconds), dev, "2")
+}
+
+var sensorNames = [8]string{"sensor1", "sensor2", "sensor3", "sensor4", "sensor5", "sensor6", "sensor7", "sensor8"}
 
 func b2f(b bool) float64 {
 	if b {

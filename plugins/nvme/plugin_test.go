@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +18,7 @@ var fixedNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) // 1795953600
 
 // testPlugin returns a plugin wired to fake devices and a fixed clock, whose
 // poller is stopped when the test ends.
-func testPlugin(t testing.TB, f *fakeDevices) *nvmePlugin {
+func testPlugin(t testing.TB, f *fakeDevices) *plugin {
 	p := newPlugin()
 	p.open = f.open
 	p.now = func() time.Time { return fixedNow }
@@ -39,7 +38,7 @@ func fixtureFake(t testing.TB) *fakeDevices {
 	return f
 }
 
-func (p *nvmePlugin) readsDone() uint64 {
+func (p *plugin) readsDone() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.poller == nil {
@@ -50,7 +49,7 @@ func (p *nvmePlugin) readsDone() uint64 {
 
 // runAfterFirstRound configures p, waits until n SMART reads finished and
 // collects once through the real gRPC path.
-func runAfterFirstRound(t *testing.T, p *nvmePlugin, n uint64, opts sdktest.Options) *sdktest.Result {
+func runAfterFirstRound(t *testing.T, p *plugin, n uint64, opts sdktest.Options) *sdktest.Result {
 	t.Helper()
 	c := sdktest.Client(t, p, opts)
 	waitFor(t, "first SMART round", func() bool { return p.readsDone() >= n })
@@ -176,32 +175,6 @@ func TestAllowlistSkipsPoller(t *testing.T) {
 	if running || len(f.paths) != 0 {
 		t.Errorf("poller running (%v) / devices opened (%v) although no SMART family is enabled", running, f.paths)
 	}
-}
-
-func TestConfigureErrors(t *testing.T) {
-	for cfg, want := range map[string]map[string]any{
-		"smart_intervall":   {"smart_intervall": "5m"},
-		"below the minimum": {"smart_interval": "1s"},
-		"invalid duration":  {"smart_interval": "soon"},
-		"dev_dir":           {"dev_dir": ""},
-	} {
-		p := newPlugin()
-		p.log = hclog.NewNullLogger()
-		err := p.Configure(context.Background(), sdkConfig(t, want))
-		p.Close()
-		if err == nil || !strings.Contains(err.Error(), cfg) {
-			t.Errorf("%v: error %v, want mention of %q", want, err, cfg)
-		}
-	}
-	p := newPlugin()
-	p.log = hclog.NewNullLogger()
-	if err := p.Configure(context.Background(), sdkConfig(t, map[string]any{"smart_interval": 600, "dev_dir": "/dev"})); err != nil {
-		t.Fatalf("numeric seconds rejected: %v", err)
-	}
-	if iv := p.poller.interval; iv != 10*time.Minute {
-		t.Errorf("interval = %s", iv)
-	}
-	p.Close()
 }
 
 func TestIdentityErrorsArePartial(t *testing.T) {

@@ -39,11 +39,11 @@ func waitNoPollerGoroutines(t *testing.T) {
 	}
 }
 
-func configured(t *testing.T, f *fakeDevices, raw map[string]any) (*nvmePlugin, string) {
+func configured(t *testing.T, f *fakeDevices, raw map[string]any) (*plugin, string) {
 	t.Helper()
 	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
 	p := testPlugin(t, f)
-	if err := p.Configure(context.Background(), sdkConfigAt(t, root, raw)); err != nil {
+	if err := p.Configure(context.Background(), sdktest.Config(t, raw, sdk.Paths{Sysfs: root})); err != nil {
 		t.Fatal(err)
 	}
 	return p, root
@@ -113,7 +113,7 @@ func TestReconfigureReplacesPoller(t *testing.T) {
 	p, root := configured(t, f, map[string]any{"smart_interval": "1h"})
 	waitFor(t, "first round", func() bool { return p.readsDone() >= 3 })
 	first := p.current()
-	if err := p.Configure(context.Background(), sdkConfigAt(t, root, map[string]any{"smart_interval": "2h"})); err != nil {
+	if err := p.Configure(context.Background(), sdktest.Config(t, map[string]any{"smart_interval": "2h"}, sdk.Paths{Sysfs: root})); err != nil {
 		t.Fatal(err)
 	}
 	if p.current() == first || p.current().interval != 2*time.Hour {
@@ -213,11 +213,11 @@ func TestRemovedControllerForgotten(t *testing.T) {
 
 // configuredPlugin serves an already configured plugin through sdktest
 // without re-running its Configure (which would restart the poller).
-type configuredPlugin struct{ *nvmePlugin }
+type configuredPlugin struct{ *plugin }
 
 func (c *configuredPlugin) Configure(context.Context, sdk.Config) error { return nil }
 
-func (p *nvmePlugin) current() *poller {
+func (p *plugin) current() *poller {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.poller

@@ -29,7 +29,7 @@ func TestPromtoolTestRules(t *testing.T) {
 // plugin does not export (a typo would just record nothing).
 func TestRulesUseCataloguedMetrics(t *testing.T) {
 	known := map[string]bool{}
-	for _, d := range catalogue() {
+	for _, d := range catalogue {
 		known[d.Name] = true
 	}
 	ref := regexp.MustCompile(`\bnvme_[a-z_]+\b`)
