@@ -25,7 +25,7 @@ func repoFile(t *testing.T, rel ...string) string {
 // node_exporter's sysfs library reads every port with its counters.
 func TestScaleRDMA(t *testing.T) {
 	dir := t.TempDir()
-	if err := fixture.Untar(repoFile(t, "plugins", "rdma", "testdata", "sysfs.tar"), dir); err != nil {
+	if err := fixture.Unpack(repoFile(t, "plugins", "rdma", "testdata", "sysfs.ttar"), dir); err != nil {
 		t.Fatal(err)
 	}
 	sys := filepath.Join(dir, "sys")

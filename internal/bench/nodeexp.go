@@ -95,7 +95,7 @@ func (h *harness) scenarioRDMA() error {
 		return nil
 	}
 	tree := filepath.Join(h.trees, "rdma-tree")
-	if err := fixture.Untar(filepath.Join(h.root, "plugins", "rdma", "testdata", "sysfs.tar"), tree); err != nil {
+	if err := fixture.Unpack(filepath.Join(h.root, "plugins", "rdma", "testdata", "sysfs.ttar"), tree); err != nil {
 		return err
 	}
 	sys := filepath.Join(tree, "sys")
@@ -104,7 +104,7 @@ func (h *harness) scenarioRDMA() error {
 		return err
 	}
 	h.rdmaSys = sys
-	sec.text = append(sec.text, fmt.Sprintf("Tree: the rdma plugin's fixture (`plugins/rdma/testdata/sysfs.tar`) with its mlx5 "+
+	sec.text = append(sec.text, fmt.Sprintf("Tree: the rdma plugin's fixture (`plugins/rdma/testdata/sysfs.ttar`) with its mlx5 "+
 		"physical functions copied to %d devices (%s … %s) of %d ports each, relative symlinks rewritten, on tmpfs "+
 		"(`/dev/shm`) when there is one. plexporter: the host with only the rdma plugin, `--path.sysfs=<tree>/sys`, `optional_counters: "+
 		"false` (netlink is not read: node_exporter does not read it either). node_exporter: `--collector.disable-defaults "+

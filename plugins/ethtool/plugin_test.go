@@ -32,7 +32,7 @@ func newTestPlugin(src statsSource) *plugin {
 }
 
 func TestRDMAGolden(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	src := newFakeSource(t, fixtureFiles())
 	res := sdktest.Run(t, newTestPlugin(src), sdktest.Options{Sysfs: root})
 	if res.Status != nil || len(res.Errors) != 0 {
@@ -201,7 +201,7 @@ func TestScoping(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+			root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 			if c.mutate != nil {
 				c.mutate(t, root)
 			}
@@ -234,7 +234,7 @@ func write(t *testing.T, path, s string) {
 }
 
 func TestDevOutOfBufferAlias(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	for _, name := range []string{"dev_out_of_buffer", "dev_internal_queue_oob"} {
 		src := &fakeSource{tables: map[string]*driverStats{"ens1f0np0": {Names: []string{name}, Values: []uint64{42}}}, errs: map[string]error{}, calls: map[string]int{}}
 		res := sdktest.Run(t, newTestPlugin(src), sdktest.Options{Sysfs: root})
@@ -246,7 +246,7 @@ func TestDevOutOfBufferAlias(t *testing.T) {
 }
 
 func TestReadErrorIsPartial(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	src := newFakeSource(t, fixtureFiles())
 	src.errs["ens1f0np0"] = errors.New("ETHTOOL_GSTATS: no such device")
 	p := newTestPlugin(src)
@@ -296,7 +296,7 @@ func TestNoRDMAIsEmptyNotError(t *testing.T) {
 }
 
 func TestAllowlistPushdown(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	src := newFakeSource(t, fixtureFiles())
 	res := sdktest.Run(t, newTestPlugin(src), sdktest.Options{Sysfs: root, EnabledMetrics: []string{"rdma_netdev_scrape_errors_total"}})
 	if len(src.calls) != 0 {
@@ -308,7 +308,7 @@ func TestAllowlistPushdown(t *testing.T) {
 }
 
 func TestDriverStatsGolden(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	src := newFakeSource(t, fixtureFiles())
 	res := sdktest.Run(t, newTestPlugin(src), sdktest.Options{Sysfs: root, Config: map[string]any{
 		"rdma": false, "driver_stats": true, "include": "^(ens1f0np0|enp68s0|eno1)$",
@@ -328,7 +328,7 @@ func TestDriverStatsGolden(t *testing.T) {
 }
 
 func TestDriverStatsCapAndFilter(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	p := newTestPlugin(newFakeSource(t, fixtureFiles()))
 	c := sdktest.Client(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{
 		"rdma": false, "driver_stats": true, "include": "^ens1f0np0$",

@@ -318,7 +318,7 @@ func fixtureKernel(t testing.TB) *fakeKernel {
 }
 
 func TestStandardStatsGolden(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	k := fixtureKernel(t)
 	p := newTestPlugin(newFakeSource(t, fixtureFiles()))
 	p.std = k.source()
@@ -354,7 +354,7 @@ func TestStandardStatsGolden(t *testing.T) {
 }
 
 func TestStandardStatsOff(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	k := fixtureKernel(t)
 	p := newTestPlugin(newFakeSource(t, nil))
 	p.std = k.source()
@@ -368,7 +368,7 @@ func TestStandardStatsOff(t *testing.T) {
 }
 
 func TestStandardStatsSelection(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	k := fixtureKernel(t)
 	p := newTestPlugin(newFakeSource(t, nil))
 	p.std = k.source()
@@ -384,7 +384,7 @@ func TestStandardStatsSelection(t *testing.T) {
 }
 
 func TestStandardStatsAllowlistPushdown(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	k := fixtureKernel(t)
 	p := newTestPlugin(newFakeSource(t, nil))
 	p.std = k.source()
@@ -404,7 +404,7 @@ func TestStandardStatsAllowlistPushdown(t *testing.T) {
 }
 
 func TestStandardStatsErrors(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	k := fixtureKernel(t)
 	k.nics["eno1"].anyErr = unix.EIO
 	delete(k.nics, "enp68s0") // vanished between listing and reading: ENODEV
@@ -440,7 +440,7 @@ func TestStandardStatsErrors(t *testing.T) {
 }
 
 func TestStandardStatsFamilyAbsent(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	k := fixtureKernel(t)
 	k.absent = true
 	p := newTestPlugin(newFakeSource(t, nil))

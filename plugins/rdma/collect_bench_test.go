@@ -24,7 +24,7 @@ import (
 func BenchmarkCollectSysfs(b *testing.B) {
 	root := os.Getenv("PERFHARNESS_SYSFS")
 	if root == "" {
-		root = filepath.Join(sdktest.UnpackTar(b, "testdata/sysfs.tar"), "sys")
+		root = filepath.Join(sdktest.Unpack(b, "testdata/sysfs.ttar"), "sys")
 	}
 	raw, err := structpb.NewStruct(map[string]any{"optional_counters": false})
 	if err != nil {

@@ -17,7 +17,7 @@ var allButMlx50 = []any{"mlx5_1", "mlx5_2", "ionic_0", "rxe0"}
 
 // Fixture tree: mlx5 RoCE PF, its VF, native IB, ionic, rxe; sysfs only.
 func TestGoldenFixtureTree(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	res := sdktest.Run(t, newPlugin(), sdktest.Options{Sysfs: root, Config: map[string]any{"optional_counters": false}})
 	if res.Status != nil || len(res.Errors) != 0 {
 		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
@@ -48,7 +48,7 @@ func TestGoldenFixtureTree(t *testing.T) {
 
 // The real Linux 6.1 rxe capture.
 func TestGoldenRxeReal(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/rxe-real.tar"), "sys")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/rxe-real.ttar"), "sys")
 	r := &replay{t: t, table: []exchangeFile{
 		{real("req_get_dump.bin"), []string{real("resp_get_dump_01.bin"), real("resp_get_dump_02.bin")}},
 		{real("req_stat_get_status_rxe0_p1.bin"), []string{real("resp_stat_get_status_rxe0_p1_01.bin"), real("resp_stat_get_status_rxe0_p1_02.bin")}},
@@ -77,7 +77,7 @@ func TestGoldenRxeReal(t *testing.T) {
 // mlx5_0 with cc_rx_ce_pkts enabled (hand-encoded messages), other devices
 // excluded.
 func TestGoldenOptionalCounters(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1_optional_on.bin")}
 	p := newPlugin()
 	p.dial = r.dial
@@ -106,7 +106,7 @@ func TestGoldenOptionalCounters(t *testing.T) {
 
 // Enabled counter without a value: counted, no series.
 func TestOptionalEnabledWithoutValue(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1.bin")} // cc_rx_ce_pkts missing
 	p := newPlugin()
 	p.dial = r.dial
@@ -122,7 +122,7 @@ func TestOptionalEnabledWithoutValue(t *testing.T) {
 
 // Netlink unavailable: the sysfs part is intact, success gauge 0.
 func TestOptionalDialFailure(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	p := newPlugin()
 	p.dial = func() (nlConn, error) { return nil, os.ErrPermission }
 	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root})
@@ -210,7 +210,7 @@ func qpKeys() (mode, dump string) {
 }
 
 func TestGoldenQPCounters(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	mk, dk := qpKeys()
 	r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1_optional_on.bin"), override: map[string][]netlink.Message{
 		mk: qpModeReply(counterModeAuto, autoMaskType),
@@ -250,7 +250,7 @@ func TestGoldenQPCounters(t *testing.T) {
 }
 
 func TestQPOverflow(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	mk, dk := qpKeys()
 	var many []netlink.Message
 	one := qpDumpReply(qpEntry(2, false, map[string]uint64{"rx_write_requests": 1}))

@@ -139,7 +139,7 @@ func TestNoRDMA(t *testing.T) {
 
 // Devices appear and disappear between scrapes; the static cache follows.
 func TestDeviceChurn(t *testing.T) {
-	base := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sys")
+	base := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	r := newSysfsReader(base, nil)
 	ctx := context.Background()
 	devs, err := r.devices(ctx)
@@ -192,7 +192,7 @@ func FuzzParseCounter(f *testing.F) {
 }
 
 func BenchmarkSysfsDevices(b *testing.B) {
-	root := filepath.Join(sdktest.UnpackTar(b, "testdata/sysfs.tar"), "sys")
+	root := filepath.Join(sdktest.Unpack(b, "testdata/sysfs.ttar"), "sys")
 	r := newSysfsReader(root, nil)
 	for b.Loop() {
 		if _, err := r.devices(context.Background()); err != nil {

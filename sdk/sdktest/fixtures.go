@@ -10,16 +10,26 @@ import (
 	"github.com/plexporter/plexporter/sdk/fixture"
 )
 
-// UnpackTar extracts a fixture tree (for example a sysfs layout) from a tar
-// file into a fresh temporary directory and returns that directory. Trees
-// are kept as tar files because sysfs names contain ':' (see sdk/fixture).
-func UnpackTar(t testing.TB, path string) string {
+// Unpack extracts a fixture archive (for example a sysfs layout) into a
+// fresh temporary directory and returns that directory. The archive is a
+// text archive (testdata/<case>.ttar, whose roots are sys/ and proc/: point
+// Options.Sysfs at root+"/sys") or, until every plugin is converted, a tar
+// file; see sdk/fixture.
+func Unpack(t testing.TB, path string) string {
 	t.Helper()
 	root := t.TempDir()
-	if err := fixture.Untar(path, root); err != nil {
+	if err := fixture.Unpack(path, root); err != nil {
 		t.Fatalf("fixture: %v", err)
 	}
 	return root
+}
+
+// UnpackTar extracts a fixture tree from a tar file, as Unpack does.
+//
+// Deprecated: use Unpack; fixtures are text archives (.ttar).
+func UnpackTar(t testing.TB, path string) string {
+	t.Helper()
+	return Unpack(t, path)
 }
 
 // PromtoolBinary returns the path of promtool. Without promtool on PATH the
