@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strings"
-	"unicode"
+
+	"github.com/plexporter/plexporter/internal/sysfs"
 )
 
 // controllerName matches NVMe controller entries of class/nvme (nvme0,
@@ -30,10 +30,11 @@ type identity struct {
 	Errs []error
 }
 
-// listControllers returns the controller names under <sysfs>/class/nvme,
-// sorted. A missing class directory (no NVMe driver loaded) is no controllers.
-func listControllers(sysfs string) ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(sysfs, "class", "nvme"))
+// listControllers returns the controller names under <root>/class/nvme
+// (root is the sysfs mount), sorted. A missing class directory (no NVMe
+// driver loaded) is no controllers.
+func listControllers(root string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(root, "class", "nvme"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -58,13 +59,14 @@ func ctrlLess(a, b string) bool {
 	return a < b
 }
 
-// readIdentity reads the identity attributes of one controller. The kernel
-// pads serial/model/firmware_rev with spaces to their field widths; they are
-// trimmed. Attributes that are missing or unreadable are left empty and
-// their errors listed in Errs; only an unreadable controller directory, or
-// one without any readable attribute, is an error.
-func readIdentity(sysfs, ctrl string) (identity, error) {
-	dir := filepath.Join(sysfs, "class", "nvme", ctrl)
+// readIdentity reads the identity attributes of one controller under the
+// sysfs mount root with sysfs.ReadAttr, which trims the space padding the
+// kernel gives serial/model/firmware_rev and makes every value valid UTF-8.
+// Attributes that are missing or unreadable are left empty and their errors
+// listed in Errs; only an unreadable controller directory, or one without
+// any readable attribute, is an error.
+func readIdentity(root, ctrl string) (identity, error) {
+	dir := filepath.Join(root, "class", "nvme", ctrl)
 	id := identity{Device: ctrl}
 	if _, err := os.Stat(dir); err != nil {
 		return id, err
@@ -80,7 +82,7 @@ func readIdentity(sysfs, ctrl string) (identity, error) {
 		{"state", &id.State},
 		{"address", &id.Address},
 	} {
-		v, err := readAttr(filepath.Join(dir, a.name))
+		v, err := sysfs.ReadAttr(filepath.Join(dir, a.name))
 		if err != nil {
 			id.Errs = append(id.Errs, err)
 			continue
@@ -91,24 +93,4 @@ func readIdentity(sysfs, ctrl string) (identity, error) {
 		return id, fmt.Errorf("%s: no identity attribute readable", dir)
 	}
 	return id, nil
-}
-
-// readAttr reads one sysfs attribute and trims the newline, the kernel's
-// space padding and any NUL bytes. Invalid UTF-8 (label values must be
-// UTF-8) is replaced.
-func readAttr(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	if len(b) > 4096 {
-		return "", fmt.Errorf("%s: %d bytes, not a sysfs attribute", path, len(b))
-	}
-	return cleanAttr(b), nil
-}
-
-// cleanAttr turns the bytes of an identity attribute into a label value.
-func cleanAttr(b []byte) string {
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	return strings.TrimFunc(s, func(r rune) bool { return r == 0 || unicode.IsSpace(r) })
 }

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
@@ -59,49 +57,4 @@ func TestReadIdentityPermissionDenied(t *testing.T) {
 	if err != nil || len(id.Errs) != 1 || !isPermission(id.Errs[0]) || id.Serial != "" || id.Model == "" {
 		t.Fatalf("identity %+v err %v", id, err)
 	}
-}
-
-func TestReadAttrTooLarge(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "model")
-	must(t, os.WriteFile(p, []byte(strings.Repeat("x", 5000)), 0o644))
-	if _, err := readAttr(p); err == nil {
-		t.Fatal("5000-byte attribute accepted")
-	}
-}
-
-func TestCleanAttr(t *testing.T) {
-	for in, want := range map[string]string{
-		"LAB123              \n":                     "LAB123",
-		"QEMU NVMe Ctrl                          \n": "QEMU NVMe Ctrl",
-		"S64FNE0T712345\n":                           "S64FNE0T712345",
-		"\x00\x00 abc\x00\n":                         "abc",
-		"a\xffb":                                     "a\uFFFDb",
-		"":                                           "",
-	} {
-		if got := cleanAttr([]byte(in)); got != want {
-			t.Errorf("cleanAttr(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func FuzzCleanAttr(f *testing.F) {
-	for _, s := range []string{"LAB123              \n", "7.2.22  \n", "traddr=192.0.2.10,trsvcid=4420\n", "\xff\x00 x \t", ""} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s := cleanAttr(b)
-		if !utf8.ValidString(s) {
-			t.Fatalf("invalid UTF-8 label value %q", s)
-		}
-		if s == "" {
-			return
-		}
-		first, _ := utf8.DecodeRuneInString(s)
-		last, _ := utf8.DecodeLastRuneInString(s)
-		for _, r := range []rune{first, last} {
-			if r == 0 || unicode.IsSpace(r) {
-				t.Fatalf("untrimmed %q", s)
-			}
-		}
-	})
 }
