@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/plexporter/plexporter/internal/batch/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 )
@@ -13,7 +14,7 @@ import (
 // Micro-benchmarks of the plugin side of a collect (batch build with the
 // Writer, proto marshal as gRPC does before sending) and of the host's first
 // step (proto unmarshal of the received batches). The samples are shaped like
-// internal/batchtest.Mix: counters with 3 labels, gauges with 2 and
+// internal/batch/batchtest.Mix: counters with 3 labels, gauges with 2 and
 // 10-bucket histograms, 6:3:1 by sample; label values are prepared up front,
 // as a plugin holds them when it writes.
 //
@@ -67,19 +68,8 @@ func writeMix(w *sdk.Writer, mix []benchSample) {
 	}
 }
 
-func buildBatches(b *testing.B, mix []benchSample) []*pluginv1.Batch {
-	var out []*pluginv1.Batch
-	w := sdk.NewWriter(nil, "", func(r *pluginv1.CollectResponse) error {
-		if r.Batch != nil {
-			out = append(out, r.Batch)
-		}
-		return nil
-	})
-	writeMix(w, mix)
-	if err := w.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	return out
+func buildBatches(mix []benchSample) []*pluginv1.Batch {
+	return batchtest.Record(func(w *sdk.Writer) { writeMix(w, mix) })
 }
 
 var benchSizes = []int{1000, 10000, 100000}
@@ -121,7 +111,7 @@ func marshalAll(b *testing.B, batches []*pluginv1.Batch) ([][]byte, int64) {
 func BenchmarkBatchMarshal(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run("samples="+strconv.Itoa(n), func(b *testing.B) {
-			batches := buildBatches(b, benchMix(n))
+			batches := buildBatches(benchMix(n))
 			_, size := marshalAll(b, batches)
 			b.SetBytes(size)
 			b.ReportAllocs()
@@ -141,7 +131,7 @@ func BenchmarkBatchMarshal(b *testing.B) {
 func BenchmarkBatchDecode(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run("samples="+strconv.Itoa(n), func(b *testing.B) {
-			wire, size := marshalAll(b, buildBatches(b, benchMix(n)))
+			wire, size := marshalAll(b, buildBatches(benchMix(n)))
 			b.SetBytes(size)
 			b.ReportAllocs()
 			for b.Loop() {

@@ -105,7 +105,7 @@ func (h *harness) microBenchmarks() error {
 		}
 	}
 	h.report.micro = "Medians of `-count 5`, in process, one goroutine; `BenchmarkMerge100k` and `BenchmarkEncode100k` use " +
-		"`internal/batchtest.Mix` (100k samples), `BenchmarkMergeWorkload` and `BenchmarkHostPipeline` the harness workload " +
+		"`internal/batch/batchtest.Mix` (100k samples), `BenchmarkMergeWorkload` and `BenchmarkHostPipeline` the harness workload " +
 		"(100k series); `BenchmarkHostPipeline` is the host's CPU for one scrape without gRPC, HTTP and process " +
 		"boundaries (decode + merge + encode [+ gzip]). Run them yourself with " +
 		"`go test ./sdk ./host/internal/merge ./host/internal/expose -run '^$' -bench . -count 6 | benchstat -`.\n\n" +
@@ -331,7 +331,7 @@ var areas = []struct{ prefix, area string }{
 	{"github.com/prometheus/procfs", "self-metrics (procfs)"},
 	{"github.com/plexporter/plexporter/host/internal/merge", "merge (guard)"},
 	{"github.com/plexporter/plexporter/host/internal/expose", "expose (text writer)"},
-	{"github.com/plexporter/plexporter/sdk/dtoconv", "sdk/dtoconv"},
+	{"github.com/plexporter/plexporter/internal/batch", "batch format (check, view, client_model)"},
 	{"github.com/plexporter/plexporter/sdk", "sdk Writer"},
 	{"github.com/plexporter/plexporter/internal/bench", "bench plugin"},
 	{"github.com/plexporter/plexporter/plugins/", "plugin code"},

@@ -12,9 +12,7 @@ package sdktest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -29,9 +27,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/plexporter/plexporter/internal/batch"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
-	"github.com/plexporter/plexporter/sdk/dtoconv"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
 
@@ -138,32 +136,19 @@ func Collect(t testing.TB, c pluginv1.PluginServiceClient, timeout time.Duration
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	res := &Result{}
 	stream, err := c.Collect(ctx, &pluginv1.CollectRequest{})
 	if err != nil {
 		t.Fatalf("collect: %v", err)
 	}
-	for {
-		msg, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			res.Status = err
-			break
-		}
-		if msg.Batch != nil {
-			res.Batches = append(res.Batches, msg.Batch)
-		}
-		res.Errors = append(res.Errors, msg.Errors...)
-	}
+	res := &Result{}
+	res.Batches, res.Errors, res.Status = batch.Drain(stream)
 	return res
 }
 
 // Families converts the collected batches to client_model families.
 func (r *Result) Families(t testing.TB) []*dto.MetricFamily {
 	t.Helper()
-	mfs, err := dtoconv.Families(r.Batches)
+	mfs, err := batch.Families(r.Batches)
 	if err != nil {
 		t.Fatalf("malformed batch: %v", err)
 	}

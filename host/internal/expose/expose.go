@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/plexporter/plexporter/host/internal/merge"
+	"github.com/plexporter/plexporter/internal/batch"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -118,44 +119,45 @@ func (t *textWriter) family(f *merge.Family) {
 	}
 	for pi := range f.Parts {
 		p := &f.Parts[pi]
-		strs := p.Batch.Strings
-		c := p.Chunk
-		nl, nb := len(c.LabelNames), len(c.Bounds)
+		c := &p.Chunk
 		for k, n := 0, p.Samples(); k < n; k++ {
 			i := p.Index(k)
-			lv := c.LabelValues[i*nl : i*nl+nl]
+			lv := c.LabelRefs(i)
 			switch f.Type {
 			case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
-				for j := range nb {
-					t.sample(f.Name, "_bucket", f.LabelNames, strs, lv, "le", c.Bounds[j])
-					t.uint(c.BucketCounts[i*nb+j])
+				bounds, cum := c.Buckets(i)
+				for j, ub := range bounds {
+					t.sample(f.Name, "_bucket", f.LabelNames, c, lv, "le", ub)
+					t.uint(cum[j])
 				}
-				t.sample(f.Name, "_bucket", f.LabelNames, strs, lv, "le", math.Inf(1))
-				t.uint(c.Counts[i])
-				t.sample(f.Name, "_sum", f.LabelNames, strs, lv, "", 0)
-				t.float(c.Values[i])
-				t.sample(f.Name, "_count", f.LabelNames, strs, lv, "", 0)
-				t.uint(c.Counts[i])
+				t.sample(f.Name, "_bucket", f.LabelNames, c, lv, "le", math.Inf(1))
+				t.uint(c.Count(i))
+				t.sample(f.Name, "_sum", f.LabelNames, c, lv, "", 0)
+				t.float(c.Value(i))
+				t.sample(f.Name, "_count", f.LabelNames, c, lv, "", 0)
+				t.uint(c.Count(i))
 			case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
-				for j := range nb {
-					t.sample(f.Name, "", f.LabelNames, strs, lv, "quantile", c.Bounds[j])
-					t.float(c.QuantileValues[i*nb+j])
+				qs, vs := c.Quantiles(i)
+				for j, q := range qs {
+					t.sample(f.Name, "", f.LabelNames, c, lv, "quantile", q)
+					t.float(vs[j])
 				}
-				t.sample(f.Name, "_sum", f.LabelNames, strs, lv, "", 0)
-				t.float(c.Values[i])
-				t.sample(f.Name, "_count", f.LabelNames, strs, lv, "", 0)
-				t.uint(c.Counts[i])
+				t.sample(f.Name, "_sum", f.LabelNames, c, lv, "", 0)
+				t.float(c.Value(i))
+				t.sample(f.Name, "_count", f.LabelNames, c, lv, "", 0)
+				t.uint(c.Count(i))
 			default:
-				t.sample(f.Name, "", f.LabelNames, strs, lv, "", 0)
-				t.float(c.Values[i])
+				t.sample(f.Name, "", f.LabelNames, c, lv, "", 0)
+				t.float(c.Value(i))
 			}
 			t.maybeFlush()
 		}
 	}
 }
 
-// sample writes "name{labels} " (the value follows).
-func (t *textWriter) sample(name, suffix string, names, strs []string, lv []uint32, extra string, extraVal float64) {
+// sample writes "name{labels} " (the value follows). lv are the sample's
+// label-value references into c's string table (Chunk.LabelRefs).
+func (t *textWriter) sample(name, suffix string, names []string, c *batch.Chunk, lv []uint32, extra string, extraVal float64) {
 	b := append(t.buf, name...)
 	b = append(b, suffix...)
 	if len(lv) > 0 || extra != "" {
@@ -166,7 +168,7 @@ func (t *textWriter) sample(name, suffix string, names, strs []string, lv []uint
 			}
 			b = append(b, names[j]...)
 			b = append(b, '=', '"')
-			b = appendEscaped(b, strs[idx], true)
+			b = appendEscaped(b, c.String(idx), true)
 			b = append(b, '"')
 		}
 		if extra != "" {

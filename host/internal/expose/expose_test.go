@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plexporter/plexporter/host/internal/merge"
-	"github.com/plexporter/plexporter/internal/batchtest"
+	"github.com/plexporter/plexporter/internal/batch/batchtest"
 	"github.com/plexporter/plexporter/sdk"
 )
 
@@ -56,7 +56,7 @@ func edgeCases() []*merge.Family {
 	untyped := sdk.NewDesc("edge_untyped", sdk.Untyped, "U.")
 	h := sdk.NewDesc("edge_seconds", sdk.Histogram, "H.", "op").WithUnit("seconds")
 	s := sdk.NewDesc("edge_rtt_seconds", sdk.Summary, "S.")
-	batches := batchtest.Build(func(w *sdk.Writer) {
+	batches := batchtest.Record(func(w *sdk.Writer) {
 		w.Gauge(esc, 1, "quote\"d", "new\nline\\back")
 		w.Gauge(esc, math.NaN(), "", "ünïcode")
 		w.Gauge(esc, math.Inf(-1), "x", "y")
@@ -113,7 +113,7 @@ func TestOpenMetricsEquivalentToExpfmt(t *testing.T) {
 }
 
 // The direct protobuf writer must produce exactly expfmt's bytes for the
-// client_model families dtoconv builds.
+// client_model families batch.Families builds.
 func TestProtobufEquivalentToExpfmt(t *testing.T) {
 	for name, fams := range map[string][]*merge.Family{
 		"edge": edgeCases(),
@@ -157,7 +157,7 @@ func FuzzTextEquivalence(f *testing.F) {
 	f.Fuzz(func(t *testing.T, label, help string, v float64, cnt uint64) {
 		g := sdk.NewDesc("fz_value", sdk.Gauge, help, "l")
 		h := sdk.NewDesc("fz_seconds", sdk.Histogram, help, "l")
-		batches := batchtest.Build(func(w *sdk.Writer) {
+		batches := batchtest.Record(func(w *sdk.Writer) {
 			w.Gauge(g, v, label)
 			w.Histogram(h, []float64{v}, []uint64{cnt}, cnt, v, label)
 		})

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plexporter/plexporter/host/internal/merge"
-	"github.com/plexporter/plexporter/internal/batchtest"
+	"github.com/plexporter/plexporter/internal/batch/batchtest"
 	"github.com/plexporter/plexporter/internal/bench/workload"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
@@ -28,7 +28,7 @@ func BenchmarkHostPipeline(b *testing.B) {
 		wire := make([][][]byte, plugins)
 		for i := range plugins {
 			plan := workload.NewPlan(100000, i, plugins)
-			for _, batch := range batchtest.Build(plan.Write) {
+			for _, batch := range batchtest.Record(plan.Write) {
 				buf, err := proto.Marshal(&pluginv1.CollectResponse{Batch: batch})
 				if err != nil {
 					b.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/plexporter/plexporter/host/internal/merge"
+	"github.com/plexporter/plexporter/internal/batch"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
-	"github.com/plexporter/plexporter/sdk/dtoconv"
 )
 
 // Field numbers of io.prometheus.client (client_model metrics.proto).
@@ -26,7 +26,7 @@ const (
 
 // writeProtoDelim writes the length-delimited protobuf exposition straight
 // from the batches, byte for byte what expfmt writes for the client_model
-// families dtoconv builds (tests decode both and compare), without building
+// families batch.Families builds (tests decode both and compare), without building
 // a message per sample: it was 2.5x the cost of the text format that way.
 func writeProtoDelim(w io.Writer, fams []*merge.Family) error {
 	var fam, metric, sub []byte
@@ -38,47 +38,48 @@ func writeProtoDelim(w io.Writer, fams []*merge.Family) error {
 		fam = protowire.AppendTag(fam, mfHelp, protowire.BytesType)
 		fam = protowire.AppendString(fam, f.Help)
 		fam = protowire.AppendTag(fam, mfType, protowire.VarintType)
-		fam = protowire.AppendVarint(fam, uint64(dtoconv.Type(f.Type)))
+		fam = protowire.AppendVarint(fam, uint64(batch.DTOType(f.Type)))
 		for pi := range f.Parts {
 			p := &f.Parts[pi]
-			c, strs := p.Chunk, p.Batch.Strings
-			nl, nb := len(c.LabelNames), len(c.Bounds)
+			c := &p.Chunk
 			for k, n := 0, p.Samples(); k < n; k++ {
 				i := p.Index(k)
 				metric = metric[:0]
-				for j := range nl {
-					name, value := strs[c.LabelNames[j]], strs[c.LabelValues[i*nl+j]]
+				for j, ref := range c.LabelRefs(i) {
+					name, value := f.LabelNames[j], c.String(ref)
 					metric = protowire.AppendTag(metric, mLabel, protowire.BytesType)
 					metric = protowire.AppendVarint(metric, uint64(stringFieldSize(lpName, name)+stringFieldSize(lpValue, value)))
 					metric = appendString(metric, lpName, name)
 					metric = appendString(metric, lpValue, value)
 				}
-				switch c.Type {
+				switch f.Type {
 				case pluginv1.MetricType_METRIC_TYPE_GAUGE:
-					metric = appendValue(metric, mGauge, c.Values[i])
+					metric = appendValue(metric, mGauge, c.Value(i))
 				case pluginv1.MetricType_METRIC_TYPE_COUNTER:
-					metric = appendValue(metric, mCounter, c.Values[i])
+					metric = appendValue(metric, mCounter, c.Value(i))
 				case pluginv1.MetricType_METRIC_TYPE_UNTYPED:
-					metric = appendValue(metric, mUntyped, c.Values[i])
+					metric = appendValue(metric, mUntyped, c.Value(i))
 				case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
 					sub = sub[:0]
-					sub = appendUint(sub, hCount, c.Counts[i])
-					sub = appendDouble(sub, hSum, c.Values[i])
-					for j := range nb {
-						sub = appendBucket(sub, c.BucketCounts[i*nb+j], c.Bounds[j])
+					sub = appendUint(sub, hCount, c.Count(i))
+					sub = appendDouble(sub, hSum, c.Value(i))
+					bounds, cum := c.Buckets(i)
+					for j, ub := range bounds {
+						sub = appendBucket(sub, cum[j], ub)
 					}
-					sub = appendBucket(sub, c.Counts[i], math.Inf(1))
+					sub = appendBucket(sub, c.Count(i), math.Inf(1))
 					metric = protowire.AppendTag(metric, mHistogram, protowire.BytesType)
 					metric = protowire.AppendBytes(metric, sub)
 				case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
 					sub = sub[:0]
-					sub = appendUint(sub, sCount, c.Counts[i])
-					sub = appendDouble(sub, sSum, c.Values[i])
-					for j := range nb {
+					sub = appendUint(sub, sCount, c.Count(i))
+					sub = appendDouble(sub, sSum, c.Value(i))
+					qs, vs := c.Quantiles(i)
+					for j, q := range qs {
 						sub = protowire.AppendTag(sub, sQuantile, protowire.BytesType)
 						sub = protowire.AppendVarint(sub, 18)
-						sub = appendDouble(sub, qQuantile, c.Bounds[j])
-						sub = appendDouble(sub, qValue, c.QuantileValues[i*nb+j])
+						sub = appendDouble(sub, qQuantile, q)
+						sub = appendDouble(sub, qValue, vs[j])
 					}
 					metric = protowire.AppendTag(metric, mSummary, protowire.BytesType)
 					metric = protowire.AppendBytes(metric, sub)

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/plexporter/plexporter/internal/batch"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
-	"github.com/plexporter/plexporter/sdk/dtoconv"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
@@ -61,8 +61,7 @@ type Family struct {
 
 // Part is one chunk's contribution to a family.
 type Part struct {
-	Batch *pluginv1.Batch
-	Chunk *pluginv1.FamilyChunk
+	Chunk batch.Chunk
 	// Keep lists the sample indexes exposed, in order; nil means all of them.
 	Keep []int32
 }
@@ -72,7 +71,7 @@ func (p *Part) Samples() int {
 	if p.Keep != nil {
 		return len(p.Keep)
 	}
-	return len(p.Chunk.Values)
+	return p.Chunk.Len()
 }
 
 // Index returns the chunk index of the i-th exposed sample.
@@ -173,68 +172,60 @@ func (m *merger) input(in Input) {
 }
 
 func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, series int) int {
-	if err := dtoconv.Check(b, c); err != nil {
+	ch, err := batch.Open(b, c)
+	if err != nil {
 		m.drop(in.Plugin, ReasonMalformed, max(len(c.Values), 1), err.Error())
 		return series
 	}
-	name := b.Strings[c.Name]
+	name := ch.Name()
 	if !m.opts.Filter.Allow(name) {
 		return series // not wanted: not a drop
 	}
-	n := len(c.Values)
+	n := ch.Len()
 	if n == 0 {
 		return series
 	}
-	if err := checkNames(b, c); err != nil {
+	if err := checkNames(ch); err != nil {
 		m.drop(in.Plugin, ReasonInvalidName, n, err.Error())
 		return series
 	}
-	for _, p := range m.opts.ReservedPrefixes {
-		if strings.HasPrefix(name, p) {
-			m.drop(in.Plugin, ReasonConflict, n, fmt.Sprintf("family %s: prefix %s is reserved for the host's own metrics", name, p))
-			return series
-		}
+	if p, ok := reservedPrefix(name, m.opts.ReservedPrefixes); ok {
+		m.drop(in.Plugin, ReasonConflict, n, fmt.Sprintf("family %s: prefix %s is reserved for the host's own metrics", name, p))
+		return series
 	}
 	f := m.byName[name]
 	if f == nil {
-		f = &Family{Name: name, Type: c.Type, Help: b.Strings[c.Help], Unit: b.Strings[c.Unit], Plugin: in.Plugin}
-		f.LabelNames = make([]string, len(c.LabelNames))
-		for i, l := range c.LabelNames {
-			f.LabelNames[i] = b.Strings[l]
+		f = &Family{Name: name, Type: ch.Type(), Help: ch.Help(), Unit: ch.Unit(), Plugin: in.Plugin}
+		f.LabelNames = make([]string, ch.NumLabels())
+		for j := range f.LabelNames {
+			f.LabelNames[j] = ch.LabelName(j)
 		}
 		m.byName[name] = f
-	} else if why := f.differs(b, c); why != "" {
+	} else if why := f.differs(ch); why != "" {
 		m.drop(in.Plugin, ReasonConflict, n, fmt.Sprintf("family %s already exposed by plugin %s with another %s", name, f.Plugin, why))
 		return series
 	}
-	perSample := 1
-	switch c.Type {
-	case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
-		perSample = len(c.Bounds) + 3
-	case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
-		perSample = len(c.Bounds) + 2
-	}
+	perSample := ch.SeriesPerSample()
 	if f.seen == nil {
 		f.seen = make(map[uint64]ref, max(n, m.sizeHint[name]))
 	}
-	nl := len(c.LabelNames)
-	part := Part{Batch: b, Chunk: c}
+	part := Part{Chunk: ch}
 	partIdx := int32(len(f.Parts))
 	var keep []int32
 	dropped := false
 	var h maphash.Hash
 	h.SetSeed(m.seed)
 	for i := range n {
-		lv := c.LabelValues[i*nl : i*nl+nl]
+		lv := ch.LabelRefs(i)
 		ok := true
-		if bad := m.badValue(b, lv); bad >= 0 {
+		if bad := m.badValue(&ch, lv); bad >= 0 {
 			m.drop(in.Plugin, ReasonInvalidValue, 1, fmt.Sprintf("family %s: label %s: value invalid UTF-8 or longer than %d bytes", name, f.LabelNames[bad], m.opts.MaxLabelValueLen))
 			ok = false
 		} else if in.MaxSeries > 0 && series+perSample > in.MaxSeries {
 			m.drop(in.Plugin, ReasonSeriesLimit, 1, fmt.Sprintf("more than %d series (--plugin.max-series)", in.MaxSeries))
 			ok = false
-		} else if f.duplicate(&h, b, lv, &part, partIdx, int32(i)) {
-			m.drop(in.Plugin, ReasonDuplicate, 1, fmt.Sprintf("family %s: series %s exposed twice", name, labelString(f.LabelNames, b, lv)))
+		} else if f.duplicate(&h, &ch, lv, &part, partIdx, int32(i)) {
+			m.drop(in.Plugin, ReasonDuplicate, 1, fmt.Sprintf("family %s: series %s exposed twice", name, labelString(f.LabelNames, &ch, lv)))
 			ok = false
 		}
 		if ok {
@@ -263,7 +254,7 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 }
 
 // badValue returns the index of the first invalid label value, or -1.
-func (m *merger) badValue(b *pluginv1.Batch, lv []uint32) int {
+func (m *merger) badValue(ch *batch.Chunk, lv []uint32) int {
 	for j, idx := range lv {
 		switch m.valid[idx] {
 		case 1:
@@ -271,7 +262,7 @@ func (m *merger) badValue(b *pluginv1.Batch, lv []uint32) int {
 		case 2:
 			return j
 		}
-		s := b.Strings[idx]
+		s := ch.String(idx)
 		if !utf8.ValidString(s) || (m.opts.MaxLabelValueLen > 0 && len(s) > m.opts.MaxLabelValueLen) {
 			m.valid[idx] = 2
 			return j
@@ -282,10 +273,10 @@ func (m *merger) badValue(b *pluginv1.Batch, lv []uint32) int {
 }
 
 // duplicate records the series and reports whether it was seen before.
-func (f *Family) duplicate(h *maphash.Hash, b *pluginv1.Batch, lv []uint32, part *Part, partIdx, sample int32) bool {
+func (f *Family) duplicate(h *maphash.Hash, ch *batch.Chunk, lv []uint32, part *Part, partIdx, sample int32) bool {
 	h.Reset()
 	for _, idx := range lv {
-		h.WriteString(b.Strings[idx])
+		h.WriteString(ch.String(idx))
 		h.WriteByte(0xff) // not valid UTF-8, so it cannot occur inside a value
 	}
 	sum := h.Sum64()
@@ -301,11 +292,10 @@ func (f *Family) duplicate(h *maphash.Hash, b *pluginv1.Batch, lv []uint32, part
 	} else {
 		pp = &f.Parts[prev.part]
 	}
-	nl := len(lv)
-	plv := pp.Chunk.LabelValues[int(prev.sample)*nl : int(prev.sample)*nl+nl]
+	plv := pp.Chunk.LabelRefs(int(prev.sample))
 	same := true
 	for j := range lv {
-		if pp.Batch.Strings[plv[j]] != b.Strings[lv[j]] {
+		if pp.Chunk.String(plv[j]) != ch.String(lv[j]) {
 			same = false
 			break
 		}
@@ -313,7 +303,7 @@ func (f *Family) duplicate(h *maphash.Hash, b *pluginv1.Batch, lv []uint32, part
 	if same {
 		return true
 	}
-	key := labelString(f.LabelNames, b, lv)
+	key := labelString(f.LabelNames, ch, lv)
 	if _, ok := f.overflow[key]; ok {
 		return true
 	}
@@ -325,33 +315,33 @@ func (f *Family) duplicate(h *maphash.Hash, b *pluginv1.Batch, lv []uint32, part
 }
 
 // differs names the metadata in which a chunk differs from the family.
-func (f *Family) differs(b *pluginv1.Batch, c *pluginv1.FamilyChunk) string {
+func (f *Family) differs(ch batch.Chunk) string {
 	switch {
-	case f.Type != c.Type:
+	case f.Type != ch.Type():
 		return "type"
-	case f.Help != b.Strings[c.Help]:
+	case f.Help != ch.Help():
 		return "help text"
-	case f.Unit != b.Strings[c.Unit]:
+	case f.Unit != ch.Unit():
 		return "unit"
-	case len(f.LabelNames) != len(c.LabelNames):
+	case len(f.LabelNames) != ch.NumLabels():
 		return "label set"
 	}
-	for i, l := range c.LabelNames {
-		if f.LabelNames[i] != b.Strings[l] {
+	for j, l := range f.LabelNames {
+		if l != ch.LabelName(j) {
 			return "label set"
 		}
 	}
 	return ""
 }
 
-func labelString(names []string, b *pluginv1.Batch, lv []uint32) string {
+func labelString(names []string, ch *batch.Chunk, lv []uint32) string {
 	var s strings.Builder
 	s.WriteByte('{')
 	for j, idx := range lv {
 		if j > 0 {
 			s.WriteByte(',')
 		}
-		fmt.Fprintf(&s, "%s=%q", names[j], b.Strings[idx])
+		fmt.Fprintf(&s, "%s=%q", names[j], ch.String(idx))
 	}
 	s.WriteByte('}')
 	return s.String()

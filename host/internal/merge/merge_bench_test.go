@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/plexporter/plexporter/host/internal/merge"
-	"github.com/plexporter/plexporter/internal/batchtest"
+	"github.com/plexporter/plexporter/internal/batch/batchtest"
 	"github.com/plexporter/plexporter/internal/bench/workload"
 )
 
@@ -20,7 +20,7 @@ func BenchmarkMergeWorkload(b *testing.B) {
 			inputs := make([]merge.Input, plugins)
 			for i := range plugins {
 				plan := workload.NewPlan(100000, i, plugins)
-				inputs[i] = merge.Input{Plugin: "bench" + strconv.Itoa(i+1), Batches: batchtest.Build(plan.Write), MaxSeries: 1 << 30}
+				inputs[i] = merge.Input{Plugin: "bench" + strconv.Itoa(i+1), Batches: batchtest.Record(plan.Write), MaxSeries: 1 << 30}
 			}
 			b.ReportAllocs()
 			var res *merge.Result

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/plexporter/plexporter/host/internal/merge"
-	"github.com/plexporter/plexporter/internal/batchtest"
+	"github.com/plexporter/plexporter/internal/batch/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
@@ -24,12 +24,11 @@ func series(r *merge.Result, name string) []string {
 			continue
 		}
 		for _, p := range f.Parts {
-			nl := len(p.Chunk.LabelNames)
 			for k := range p.Samples() {
 				i := p.Index(k)
 				var lv []string
-				for _, idx := range p.Chunk.LabelValues[i*nl : i*nl+nl] {
-					lv = append(lv, p.Batch.Strings[idx])
+				for j := range p.Chunk.NumLabels() {
+					lv = append(lv, p.Chunk.LabelValue(i, j))
 				}
 				out = append(out, strings.Join(lv, ","))
 			}
@@ -39,8 +38,8 @@ func series(r *merge.Result, name string) []string {
 }
 
 func TestDuplicatesFirstWins(t *testing.T) {
-	a := batchtest.Build(func(w *sdk.Writer) { w.Gauge(up, 1, "d0"); w.Gauge(up, 1, "d1"); w.Gauge(up, 2, "d0") })
-	b := batchtest.Build(func(w *sdk.Writer) { w.Gauge(up, 3, "d1"); w.Gauge(up, 3, "d2") })
+	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(up, 1, "d0"); w.Gauge(up, 1, "d1"); w.Gauge(up, 2, "d0") })
+	b := batchtest.Record(func(w *sdk.Writer) { w.Gauge(up, 3, "d1"); w.Gauge(up, 3, "d2") })
 	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}, {Plugin: "b", Batches: b}}, merge.Options{})
 	if got := strings.Join(series(r, "x_up"), " "); got != "d0 d1 d2" {
 		t.Fatalf("series = %q", got)
@@ -53,14 +52,14 @@ func TestDuplicatesFirstWins(t *testing.T) {
 	}
 	// the first value of a duplicated series wins
 	f := r.Families[0]
-	if v := f.Parts[0].Chunk.Values[f.Parts[0].Index(0)]; v != 1 {
+	if v := f.Parts[0].Chunk.Value(f.Parts[0].Index(0)); v != 1 {
 		t.Fatalf("first d0 value = %v", v)
 	}
 }
 
 func TestConflictDropsLaterPlugin(t *testing.T) {
-	a := batchtest.Build(func(w *sdk.Writer) { w.Gauge(up, 1, "d0") })
-	b := batchtest.Build(func(w *sdk.Writer) { w.Counter(upAlt, 5, "d9"); w.Counter(bytes, 7, "d9") })
+	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(up, 1, "d0") })
+	b := batchtest.Record(func(w *sdk.Writer) { w.Counter(upAlt, 5, "d9"); w.Counter(bytes, 7, "d9") })
 	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}, {Plugin: "b", Batches: b}}, merge.Options{})
 	if got := series(r, "x_up"); len(got) != 1 || got[0] != "d0" {
 		t.Fatalf("x_up = %v", got)
@@ -78,7 +77,7 @@ func TestInvalidNamesAndValues(t *testing.T) {
 	badName := sdk.NewDesc("9starts_with_digit", sdk.Gauge, "")
 	badLabel := sdk.NewDesc("x_ok", sdk.Gauge, "", "__reserved")
 	leLabel := sdk.NewDesc("x_hist", sdk.Histogram, "", "le")
-	a := batchtest.Build(func(w *sdk.Writer) {
+	a := batchtest.Record(func(w *sdk.Writer) {
 		w.Gauge(badName, 1)
 		w.Gauge(badLabel, 1, "v")
 		w.Histogram(leLabel, nil, nil, 1, 1, "x")
@@ -100,7 +99,7 @@ func TestInvalidNamesAndValues(t *testing.T) {
 
 func TestSeriesCapCountsHistogramSeries(t *testing.T) {
 	h := sdk.NewDesc("x_seconds", sdk.Histogram, "", "op")
-	a := batchtest.Build(func(w *sdk.Writer) {
+	a := batchtest.Record(func(w *sdk.Writer) {
 		w.Gauge(up, 1, "a")                                            // 1 series
 		w.Histogram(h, []float64{1, 2}, []uint64{1, 2}, 3, 1, "read")  // 5 series
 		w.Histogram(h, []float64{1, 2}, []uint64{1, 2}, 3, 1, "write") // would be 11
@@ -113,7 +112,7 @@ func TestSeriesCapCountsHistogramSeries(t *testing.T) {
 }
 
 func TestAllowlistIsNotADrop(t *testing.T) {
-	a := batchtest.Build(func(w *sdk.Writer) { w.Gauge(up, 1, "a"); w.Counter(bytes, 1, "a") })
+	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(up, 1, "a"); w.Counter(bytes, 1, "a") })
 	f, _ := metricfilter.New([]string{"x_bytes"}, nil)
 	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}}, merge.Options{Filter: f})
 	if len(r.Families) != 1 || r.Families[0].Name != "x_bytes_total" || len(r.Drops) != 0 {
@@ -122,7 +121,7 @@ func TestAllowlistIsNotADrop(t *testing.T) {
 }
 
 func TestMalformedChunkDroppedOthersKept(t *testing.T) {
-	a := batchtest.Build(func(w *sdk.Writer) { w.Gauge(up, 1, "a"); w.Counter(bytes, 1, "a") })
+	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(up, 1, "a"); w.Counter(bytes, 1, "a") })
 	a[0].Families[0].LabelValues = append(a[0].Families[0].LabelValues, 999) // garbage
 	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}}, merge.Options{})
 	if len(r.Families) != 1 || r.Families[0].Name != "x_bytes_total" || r.Drops[merge.DropKey{"a", merge.ReasonMalformed}] != 1 {
@@ -150,5 +149,21 @@ func BenchmarkMerge100k(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		merge.Merge([]merge.Input{{Plugin: "a", Batches: batches}}, merge.Options{MaxLabelValueLen: 2048})
+	}
+}
+
+// Names are checked before reserved prefixes: an invalid name is
+// invalid_name even under a reserved prefix; a valid one is a conflict.
+func TestReservedPrefixIsAConflict(t *testing.T) {
+	goUp := sdk.NewDesc("go_up", sdk.Gauge, "", "dev")
+	goBad := sdk.NewDesc("go_bad", sdk.Gauge, "", "__dev")
+	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(goUp, 1, "a"); w.Gauge(goBad, 1, "a"); w.Gauge(up, 1, "a") })
+	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}}, merge.Options{ReservedPrefixes: []string{"plexporter_", "go_"}})
+	if len(r.Families) != 1 || r.Families[0].Name != "x_up" {
+		t.Fatalf("families %v", r.Families)
+	}
+	conflict, invalid := merge.DropKey{"a", merge.ReasonConflict}, merge.DropKey{"a", merge.ReasonInvalidName}
+	if r.Drops[conflict] != 1 || r.Drops[invalid] != 1 || !strings.Contains(r.Causes[conflict], "prefix go_ is reserved") {
+		t.Fatalf("drops %v causes %v", r.Drops, r.Causes)
 	}
 }

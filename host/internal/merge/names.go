@@ -2,61 +2,66 @@ package merge
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/prometheus/common/model"
+
+	"github.com/plexporter/plexporter/internal/batch"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
-// ValidMetricName reports whether name is a legacy Prometheus metric name
-// ([a-zA-Z_:][a-zA-Z0-9_:]*). The host exposes only such names so every
-// format and every Prometheus version can read them without escaping.
+// The host exposes only legacy names ([a-zA-Z_:][a-zA-Z0-9_:]* for metrics,
+// [a-zA-Z_][a-zA-Z0-9_]* for labels) so every format and every Prometheus
+// version reads them without escaping. The charset is prometheus/common's;
+// the rules on top of it are the host's.
+
+// ValidMetricName reports whether name is a legacy Prometheus metric name.
 func ValidMetricName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
+	return model.LegacyValidation.IsValidMetricName(name)
 }
 
 // ValidLabelName reports whether name is a legacy label name that is not
-// reserved ([a-zA-Z_][a-zA-Z0-9_]*, not starting with "__").
+// reserved for Prometheus's internal use (starting with "__").
 func ValidLabelName(name string) bool {
-	if name == "" || len(name) >= 2 && name[0] == '_' && name[1] == '_' {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
+	return model.LegacyValidation.IsValidLabelName(name) && !strings.HasPrefix(name, model.ReservedLabelPrefix)
 }
 
-// suffixes that a histogram's or summary's series add to the family name;
-// another family with such a name would collide with them.
-func checkNames(b *pluginv1.Batch, c *pluginv1.FamilyChunk) error {
-	name := b.Strings[c.Name]
+// checkNames validates a chunk's family and label names: legacy charset, no
+// label given twice, and no label a histogram's or summary's own series add
+// ("le", "quantile"), which would collide with them.
+func checkNames(ch batch.Chunk) error {
+	name := ch.Name()
 	if !ValidMetricName(name) {
 		return fmt.Errorf("invalid metric name %q", name)
 	}
-	seen := make(map[string]bool, len(c.LabelNames))
-	for _, idx := range c.LabelNames {
-		l := b.Strings[idx]
+	typ := ch.Type()
+	for j := range ch.NumLabels() {
+		l := ch.LabelName(j)
 		if !ValidLabelName(l) {
 			return fmt.Errorf("family %s: invalid label name %q", name, l)
 		}
-		if seen[l] {
-			return fmt.Errorf("family %s: label %q given twice", name, l)
+		// A linear scan: chunks have a handful of labels, and a set would
+		// allocate for every chunk of every scrape.
+		for k := range j {
+			if ch.LabelName(k) == l {
+				return fmt.Errorf("family %s: label %q given twice", name, l)
+			}
 		}
-		seen[l] = true
-		if (l == "le" && c.Type == pluginv1.MetricType_METRIC_TYPE_HISTOGRAM) || (l == "quantile" && c.Type == pluginv1.MetricType_METRIC_TYPE_SUMMARY) {
+		if (l == model.BucketLabel && typ == pluginv1.MetricType_METRIC_TYPE_HISTOGRAM) || (l == model.QuantileLabel && typ == pluginv1.MetricType_METRIC_TYPE_SUMMARY) {
 			return fmt.Errorf("family %s: label %q is reserved for its type", name, l)
 		}
 	}
 	return nil
+}
+
+// reservedPrefix returns the first of prefixes that name starts with: the
+// host's own families (plexporter_, go_, process_) are exposed by the host
+// alone.
+func reservedPrefix(name string, prefixes []string) (string, bool) {
+	for _, p := range prefixes {
+		if strings.HasPrefix(name, p) {
+			return p, true
+		}
+	}
+	return "", false
 }

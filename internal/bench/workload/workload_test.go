@@ -9,9 +9,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/sdk"
-	"github.com/plexporter/plexporter/sdk/dtoconv"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
@@ -60,20 +59,15 @@ func text(t *testing.T, mfs []*dto.MetricFamily) string {
 
 func planFamilies(t *testing.T, filter *metricfilter.Filter, n, shards int) []*dto.MetricFamily {
 	t.Helper()
-	var batches []*pluginv1.Batch
+	var rec batch.Recorder
 	for shard := range shards {
-		w := sdk.NewWriter(filter, "", func(r *pluginv1.CollectResponse) error {
-			if r.Batch != nil {
-				batches = append(batches, r.Batch)
-			}
-			return nil
-		})
+		w := sdk.NewWriter(filter, "", rec.Send)
 		NewPlan(n, shard, shards).Write(w)
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mfs, err := dtoconv.Families(batches)
+	mfs, err := batch.Families(rec.Batches)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +110,7 @@ func TestAllowlistSelectsTenPercent(t *testing.T) {
 	for _, mf := range mfs {
 		for _, m := range mf.Metric {
 			if h := m.GetHistogram(); h != nil {
-				series += len(h.Bucket) + 2 // dtoconv includes the +Inf bucket
+				series += len(h.Bucket) + 2 // batch.Families includes the +Inf bucket
 			} else {
 				series++
 			}

@@ -1,28 +1,28 @@
-// Package batchtest builds batches with the SDK writer for host tests and
-// benchmarks.
+// Package batchtest builds batches with the SDK writer for tests and
+// benchmarks: Record for hand-written fixtures, Mix for a synthetic
+// node-shaped workload. (The performance harness's workload is
+// internal/bench/workload.)
 package batchtest
 
 import (
 	"fmt"
 
+	"github.com/plexporter/plexporter/internal/batch"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 )
 
-// Build runs fn against an SDK writer and returns the batches it produced.
-func Build(fn func(w *sdk.Writer)) []*pluginv1.Batch {
-	var out []*pluginv1.Batch
-	w := sdk.NewWriter(nil, "", func(r *pluginv1.CollectResponse) error {
-		if r.Batch != nil {
-			out = append(out, r.Batch)
-		}
-		return nil
-	})
+// Record runs fn against an unfiltered SDK writer and returns the batches it
+// produced. Partial errors fn records are not kept; use batch.Recorder
+// for those, or for a filter or prefix.
+func Record(fn func(w *sdk.Writer)) []*pluginv1.Batch {
+	var rec batch.Recorder
+	w := sdk.NewWriter(nil, "", rec.Send)
 	fn(w)
 	if err := w.Flush(); err != nil {
-		panic(err)
+		panic(err) // Recorder.Send never fails
 	}
-	return out
+	return rec.Batches
 }
 
 // Mix writes n series shaped like a typical node: counters and gauges with
@@ -33,7 +33,7 @@ func Mix(prefix string, n int) []*pluginv1.Batch {
 	hist := sdk.NewDesc(prefix+"latency_seconds", sdk.Histogram, "Latency.", "device", "op")
 	bounds := []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5}
 	cum := make([]uint64, len(bounds))
-	return Build(func(w *sdk.Writer) {
+	return Record(func(w *sdk.Writer) {
 		for i := range n {
 			dev, port := fmt.Sprintf("mlx5_%d", i/1000), fmt.Sprintf("%d", i%1000)
 			switch i % 10 {
