@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/plexporter/plexporter/internal/batch"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -218,15 +219,7 @@ func (w *Writer) newChunk() *pluginv1.FamilyChunk {
 	}
 	c := w.spare[n-1]
 	w.spare = w.spare[:n-1]
-	*c = pluginv1.FamilyChunk{
-		LabelNames:     c.LabelNames[:0],
-		LabelValues:    c.LabelValues[:0],
-		Values:         c.Values[:0],
-		Counts:         c.Counts[:0],
-		Bounds:         c.Bounds[:0],
-		BucketCounts:   c.BucketCounts[:0],
-		QuantileValues: c.QuantileValues[:0],
-	}
+	batch.Reset(c)
 	return c
 }
 
