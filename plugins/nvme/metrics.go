@@ -10,10 +10,25 @@ var (
 	descControllerState = sdk.NewDesc("nvme_controller_state", sdk.Gauge,
 		"NVMe controller state from sysfs (live, resetting, connecting, deleting, dead, ...); always 1, the state is the label.",
 		"device", "state")
-	descCollectionErrors = sdk.NewDesc("nvme_collection_errors_total", sdk.Counter,
-		"Failed reads for this controller: SMART log reads (ioctl or decode) and unreadable sysfs identity attributes.",
-		"device")
 )
+
+// Plugin health: the project's error-counter convention,
+// nvme_collection_errors_total{collector}.
+var descCollectionErrors = sdk.NewDesc("nvme_collection_errors_total", sdk.Counter,
+	"Failures since the plugin started, by collector: controllers (listing class/nvme), identity (unreadable sysfs identity attributes), smart (failed SMART/Health log reads, missing privilege included).",
+	"collector")
+
+// Collector names: the collector label of nvme_collection_errors_total and
+// of the partial errors sent to the host.
+const (
+	collectorControllers = "controllers" // listing <sysfs>/class/nvme
+	collectorIdentity    = "identity"    // a controller's sysfs attributes
+	collectorSMART       = "smart"       // the SMART/Health log page
+)
+
+// errorCollectors are the collector label values, exported from the first
+// scrape on.
+var errorCollectors = []string{collectorControllers, collectorIdentity, collectorSMART}
 
 // SMART poller bookkeeping.
 var (

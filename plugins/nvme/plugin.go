@@ -11,14 +11,6 @@ import (
 	"github.com/plexporter/plexporter/sdk"
 )
 
-// Collector names: the collector label of the partial errors sent to the
-// host.
-const (
-	collectorControllers = "controllers" // listing <sysfs>/class/nvme
-	collectorIdentity    = "identity"    // a controller's sysfs attributes
-	collectorSMART       = "smart"       // the SMART/Health log page
-)
-
 // plugin exports NVMe controller identity (sysfs, every scrape) and the
 // SMART/Health log (admin ioctl, polled in the background).
 type plugin struct {
@@ -27,11 +19,37 @@ type plugin struct {
 	log         hclog.Logger
 	minInterval time.Duration
 
-	mu        sync.Mutex
-	sysfs     string
-	poller    *poller           // nil when SMART is off
-	identErrs map[string]uint64 // unreadable identity attributes per controller
-	smartOff  bool
+	// errs outlives a re-Configure, so the counter never goes back.
+	errs errorCounts
+
+	mu       sync.Mutex
+	sysfs    string
+	poller   *poller // nil when SMART is off
+	smartOff bool
+}
+
+// errorCounts holds nvme_collection_errors_total: failures by collector
+// since the plugin started. Collect counts the controllers and identity
+// failures it reports; the poller counts every failed SMART read from its
+// own goroutines, including those that are not reported (missing privilege).
+type errorCounts struct {
+	mu sync.Mutex
+	n  map[string]uint64
+}
+
+func (e *errorCounts) add(collector string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n == nil {
+		e.n = map[string]uint64{}
+	}
+	e.n[collector]++
+}
+
+func (e *errorCounts) count(collector string) uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n[collector]
 }
 
 func newPlugin() *plugin {
@@ -73,10 +91,9 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sysfs = cfg.Paths.Sysfs
-	p.identErrs = map[string]uint64{}
 	p.smartOff = !smartOn
 	if smartOn {
-		p.poller = newPoller(cfg.Paths.Sysfs, c.DevDir, c.SMARTInterval.Duration, p.open, p.now, p.log)
+		p.poller = newPoller(cfg.Paths.Sysfs, c.DevDir, c.SMARTInterval.Duration, p.open, p.now, p.log, func() { p.errs.add(collectorSMART) })
 		p.poller.start()
 	}
 	return nil
@@ -110,10 +127,11 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	p.mu.Lock()
 	sysfs, pl, smartOff := p.sysfs, p.poller, p.smartOff
 	p.mu.Unlock()
+	defer p.writeErrors(w)
 
 	names, err := listControllers(sysfs)
 	if err != nil {
-		w.Error(collectorControllers, err)
+		p.fail(w, collectorControllers, err)
 		return nil
 	}
 	for _, name := range names {
@@ -121,30 +139,26 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			return err
 		}
 		id, err := readIdentity(sysfs, name)
-		nerr := uint64(len(id.Errs))
 		if err != nil {
-			w.Error(collectorIdentity, err)
-			nerr++
+			p.fail(w, collectorIdentity, err)
 		} else {
 			for _, e := range id.Errs {
-				w.Error(collectorIdentity, e)
+				p.fail(w, collectorIdentity, e)
 			}
 			w.Gauge(descInfo, 1, name, id.Serial, id.Model, id.FirmwareRev, id.Transport, id.Address)
 			if id.State != "" {
 				w.Gauge(descControllerState, 1, name, id.State)
 			}
 		}
-		p.mu.Lock()
-		p.identErrs[name] += nerr
-		errs := p.identErrs[name]
-		p.mu.Unlock()
 
 		switch {
 		case smartOff:
 			w.Gauge(descSMARTAvailable, 0, name)
 		case pl != nil:
+			// Failed reads are counted by the poller when they happen;
+			// here each is reported once, unless it is the missing
+			// privilege the poller has already logged.
 			st, unreported, ok := pl.state(name)
-			errs += st.Errors
 			if unreported != nil && !isPermission(unreported) {
 				w.Error(collectorSMART, fmt.Errorf("%s: %w", name, unreported))
 			}
@@ -156,9 +170,22 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 				writeSMART(w, name, id.Serial, st.Log)
 			}
 		}
-		w.Counter(descCollectionErrors, float64(errs), name)
 	}
 	return nil
+}
+
+// fail reports a partial failure of a scrape and counts it.
+func (p *plugin) fail(w *sdk.Writer, collector string, err error) {
+	p.errs.add(collector)
+	w.Error(collector, err)
+}
+
+// writeErrors writes nvme_collection_errors_total, every collector from
+// the first scrape on so that rate() works from zero.
+func (p *plugin) writeErrors(w *sdk.Writer) {
+	for _, c := range errorCollectors {
+		w.Counter(descCollectionErrors, float64(p.errs.count(c)), c)
+	}
 }
 
 // writeSMART writes the decoded log page of one controller.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,8 +208,11 @@ func TestIdentityErrorsArePartial(t *testing.T) {
 	text := res.Text(t)
 	for _, want := range []string{
 		"nvme_info{device=\"nvme1\",serial=\"\uFFFDAB\",model=\"\",firmware_rev=\"\",transport=\"pcie\",address=\"0000:c2:00.0\"} 1",
-		`nvme_collection_errors_total{device="nvme1"} 2`,
-		`nvme_collection_errors_total{device="nvme7"} 2`, // its directory, and its SMART read (no fake page)
+		// nvme1's model and firmware_rev, and nvme7's directory.
+		`nvme_collection_errors_total{collector="identity"} 3`,
+		// nvme2's EIO, and nvme7's read (no fake page).
+		`nvme_collection_errors_total{collector="smart"} 2`,
+		`nvme_collection_errors_total{collector="controllers"} 0`,
 		`nvme_media_errors_total{device="nvme1"} 1847`,
 	} {
 		if !strings.Contains(text, want) {
@@ -220,11 +224,39 @@ func TestIdentityErrorsArePartial(t *testing.T) {
 	}
 }
 
+// TestNoNVMeDriver: without class/nvme there is nothing to report but the
+// error counter, at zero.
 func TestNoNVMeDriver(t *testing.T) {
 	p := testPlugin(t, newFake())
 	res := sdktest.Run(t, p, sdktest.Options{Sysfs: t.TempDir()})
-	if res.Status != nil || len(res.Errors) != 0 || len(res.Families(t)) != 0 {
-		t.Fatalf("no class/nvme: status %v errors %v families %d", res.Status, res.Errors, len(res.Families(t)))
+	if res.Status != nil || len(res.Errors) != 0 {
+		t.Fatalf("no class/nvme: status %v errors %v", res.Status, res.Errors)
+	}
+	want := "# HELP nvme_collection_errors_total " + descCollectionErrors.Help + "\n" +
+		"# TYPE nvme_collection_errors_total counter\n" +
+		`nvme_collection_errors_total{collector="controllers"} 0` + "\n" +
+		`nvme_collection_errors_total{collector="identity"} 0` + "\n" +
+		`nvme_collection_errors_total{collector="smart"} 0` + "\n"
+	if text := res.Text(t); text != want {
+		t.Fatalf("no class/nvme: exposition\n%s\nwant\n%s", text, want)
+	}
+}
+
+// TestUnlistableControllers: a class/nvme that cannot be read is one
+// partial error, counted under controllers.
+func TestUnlistableControllers(t *testing.T) {
+	sys := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(sys, "class"), 0o755))
+	must(t, os.WriteFile(filepath.Join(sys, "class/nvme"), nil, 0o644))
+	c := sdktest.Client(t, testPlugin(t, newFake()), sdktest.Options{Sysfs: sys})
+	for i := 1; i <= 2; i++ {
+		res := sdktest.Collect(t, c, 0)
+		if res.Status != nil || len(res.Errors) != 1 || res.Errors[0].Collector != "controllers" {
+			t.Fatalf("scrape %d: status %v errors %v", i, res.Status, res.Errors)
+		}
+		if want := fmt.Sprintf(`nvme_collection_errors_total{collector="controllers"} %d`, i); !strings.Contains(res.Text(t), want+"\n") {
+			t.Errorf("scrape %d: missing %s in\n%s", i, want, res.Text(t))
+		}
 	}
 }
 

@@ -17,7 +17,6 @@ type smartState struct {
 	Attempted   bool  // at least one read has finished
 	Available   bool  // the latest read succeeded
 	LastErr     error // error of the latest read, nil if it succeeded
-	Errors      uint64
 }
 
 // controllerPoll is one controller's cache entry. busy guarantees at most
@@ -41,6 +40,7 @@ type poller struct {
 	open          openFunc
 	now           func() time.Time
 	log           hclog.Logger
+	failed        func() // called once per failed read, for the error counter
 
 	mu         sync.Mutex
 	ctrls      map[string]*controllerPoll
@@ -53,10 +53,10 @@ type poller struct {
 	exited chan struct{} // closed when the loop has returned
 }
 
-func newPoller(sysfs, devDir string, interval time.Duration, open openFunc, now func() time.Time, log hclog.Logger) *poller {
+func newPoller(sysfs, devDir string, interval time.Duration, open openFunc, now func() time.Time, log hclog.Logger, failed func()) *poller {
 	return &poller{
 		sysfs: sysfs, devDir: devDir, interval: interval,
-		open: open, now: now, log: log,
+		open: open, now: now, log: log, failed: failed,
 		ctrls:  map[string]*controllerPoll{},
 		exited: make(chan struct{}),
 	}
@@ -159,7 +159,7 @@ func (p *poller) readOne(ctx context.Context, c *controllerPoll) {
 		c.st.Log, c.st.LastSuccess, c.st.Available, c.st.LastErr = l, p.now(), true, nil
 	} else {
 		c.st.Available, c.st.LastErr = false, err
-		c.st.Errors++
+		p.failed()
 		c.errSeq++
 	}
 	c.mu.Unlock()

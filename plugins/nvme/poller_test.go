@@ -102,9 +102,11 @@ func TestCloseInterruptsBlockedRead(t *testing.T) {
 	}
 	waitNoPollerGoroutines(t)
 	// Cancellation at shutdown is not a device failure.
-	st, _, _ := pl.state("nvme0")
-	if st.Errors != 0 {
-		t.Errorf("shutdown counted as %d errors", st.Errors)
+	if st, _, _ := pl.state("nvme0"); st.LastErr != nil {
+		t.Errorf("shutdown recorded as a failed read: %v", st.LastErr)
+	}
+	if n := p.errs.count(collectorSMART); n != 0 {
+		t.Errorf("shutdown counted as %d errors", n)
 	}
 }
 
@@ -154,7 +156,7 @@ func TestEachFailedReadReportedOnce(t *testing.T) {
 	if n := smartErrs(res); n != 1 {
 		t.Fatalf("after a new failure: %d smart errors, want 1", n)
 	}
-	if !strings.Contains(res.Text(t), `nvme_collection_errors_total{device="nvme2"} 2`) {
+	if !strings.Contains(res.Text(t), `nvme_collection_errors_total{collector="smart"} 2`) { // nvme2's two failed reads
 		t.Errorf("collection errors not counted:\n%s", res.Text(t))
 	}
 	// Recovery: the device answers again.
@@ -165,7 +167,7 @@ func TestEachFailedReadReportedOnce(t *testing.T) {
 	p.current().round(context.Background())
 	waitFor(t, "third round", func() bool { return p.readsDone() >= 9 })
 	text := sdktest.Collect(t, c, 0).Text(t)
-	for _, want := range []string{`nvme_smart_available{device="nvme2"} 1`, `nvme_power_cycles_total{device="nvme2"} 38`, `nvme_collection_errors_total{device="nvme2"} 2`} {
+	for _, want := range []string{`nvme_smart_available{device="nvme2"} 1`, `nvme_power_cycles_total{device="nvme2"} 38`, `nvme_collection_errors_total{collector="smart"} 2`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("after recovery, missing %s", want)
 		}
