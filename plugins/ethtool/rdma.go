@@ -1,25 +1,18 @@
 package main
 
 import (
-	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/plexporter/plexporter/internal/rdmasysfs"
+	"github.com/plexporter/plexporter/internal/sysfs"
 )
 
 // rdmaPort is one RDMA (device, port) and what the ethtool families need to
-// know about it, read from sysfs:
-//
-//	class/infiniband/<dev>/device            -> PCI function (basename = BDF)
-//	class/infiniband/<dev>/device/physfn     -> present only on SR-IOV VFs
-//	class/infiniband/<dev>/device/sriov_totalvfs (SR-IOV capable PF)
-//	class/infiniband/<dev>/ports/<n>/link_layer
-//	class/infiniband/<dev>/ports/<n>/gid_attrs/ndevs/<i> (first non-empty = netdev)
-//	class/net/<netdev>/phys_port_name        (representor detection)
+// know about it, from the shared RDMA sysfs walk (internal/rdmasysfs) plus
+// class/net/<netdev>/phys_port_name for representor detection.
 type rdmaPort struct {
 	Device, Port, NetDev, LinkLayer string
 	PCIAddr                         string
@@ -28,78 +21,34 @@ type rdmaPort struct {
 }
 
 // discoverRDMAPorts lists every port of every RDMA device, sorted by device
-// then port. A missing class/infiniband means "no RDMA devices".
-func discoverRDMAPorts(sysfs string) ([]rdmaPort, error) {
-	classDir := filepath.Join(sysfs, "class", "infiniband")
-	devs, err := os.ReadDir(classDir)
+// then port number. A missing class/infiniband means "no RDMA devices"; a
+// device whose ports cannot be listed contributes none.
+func discoverRDMAPorts(sysfsRoot string) ([]rdmaPort, error) {
+	class := rdmasysfs.Class{Sysfs: sysfsRoot}
+	devs, err := class.Devices()
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
 		return nil, err
 	}
 	var ports []rdmaPort
-	for _, d := range devs {
-		devDir := filepath.Join(classDir, d.Name())
-		var pci string
-		if link, err := os.Readlink(filepath.Join(devDir, "device")); err == nil {
-			pci = filepath.Base(link)
-		}
-		// A BDF without physfn is treated as not-VF (as the seed does).
-		_, vfErr := os.Readlink(filepath.Join(devDir, "device", "physfn"))
-		isVF := vfErr == nil
-		_, sriovErr := os.Stat(filepath.Join(devDir, "device", "sriov_totalvfs"))
-		hasSRIOV := sriovErr == nil
-
-		portEntries, err := os.ReadDir(filepath.Join(devDir, "ports"))
-		if err != nil {
+	for _, dev := range devs {
+		ps, err := class.Ports(dev)
+		if err != nil || len(ps) == 0 {
 			continue
 		}
-		nums := make([]int, 0, len(portEntries))
-		for _, p := range portEntries {
-			if n, err := strconv.Atoi(p.Name()); err == nil {
-				nums = append(nums, n)
-			}
-		}
-		sort.Ints(nums)
-		for _, n := range nums {
-			portDir := filepath.Join(devDir, "ports", strconv.Itoa(n))
+		id := class.Identify(dev)
+		for _, p := range ps {
 			ports = append(ports, rdmaPort{
-				Device:    d.Name(),
-				Port:      strconv.Itoa(n),
-				NetDev:    portNetDev(portDir),
-				LinkLayer: readTrimmed(filepath.Join(portDir, "link_layer")),
-				PCIAddr:   pci,
-				IsVF:      isVF,
-				HasSRIOV:  hasSRIOV,
+				Device:    dev,
+				Port:      strconv.Itoa(p.Num),
+				NetDev:    p.NetDev(),
+				LinkLayer: p.LinkLayer(),
+				PCIAddr:   id.PCIAddr,
+				IsVF:      id.IsVF,
+				HasSRIOV:  id.SRIOV,
 			})
 		}
 	}
 	return ports, nil
-}
-
-// portNetDev returns the first non-empty gid_attrs/ndevs entry (unused
-// entries fail with EINVAL on a host; they are skipped).
-func portNetDev(portDir string) string {
-	dir := filepath.Join(portDir, "gid_attrs", "ndevs")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return ""
-	}
-	for _, e := range entries {
-		if v := readTrimmed(filepath.Join(dir, e.Name())); v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func readTrimmed(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }
 
 var (
@@ -124,17 +73,18 @@ func ethernetOwners(ports []rdmaPort) map[string]int {
 
 // physPortName reads class/net/<netdev>/phys_port_name; missing and
 // unreadable (EOPNOTSUPP on VFs) both give "".
-func physPortName(sysfs, netdev string) string {
+func physPortName(sysfsRoot, netdev string) string {
 	if !safeNetdevNamePattern.MatchString(netdev) || strings.Contains(netdev, "..") {
 		return ""
 	}
-	return readTrimmed(filepath.Join(sysfs, "class", "net", netdev, "phys_port_name"))
+	v, _ := sysfs.ReadAttr(filepath.Join(sysfsRoot, "class", "net", netdev, "phys_port_name"))
+	return v
 }
 
 // skipVPort reports whether the vPort RDMA families must be omitted for p.
-func skipVPort(sysfs string, p rdmaPort, owners map[string]int) bool {
+func skipVPort(sysfsRoot string, p rdmaPort, owners map[string]int) bool {
 	return !pciBDFPattern.MatchString(p.PCIAddr) ||
 		!p.HasSRIOV ||
 		owners[p.NetDev] != 1 ||
-		representorPortName.MatchString(physPortName(sysfs, p.NetDev))
+		representorPortName.MatchString(physPortName(sysfsRoot, p.NetDev))
 }

@@ -1,46 +1,9 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 )
-
-// errNoPMA marks the "N/A (no PMA)" text a device without a PMA prints in
-// every counters/ file: not a failure, the counter simply does not exist.
-var errNoPMA = errors.New("N/A (no PMA)")
-
-// parseCounter parses one sysfs counter file: an unsigned decimal number
-// followed by at most one newline. Anything else (empty, garbage, binary,
-// signs, hex, values beyond 2^64-1) is an error.
-func parseCounter(b []byte) (uint64, error) {
-	s := string(b)
-	s = strings.TrimSuffix(s, "\n")
-	if s == "" {
-		return 0, errors.New("empty counter file")
-	}
-	if strings.HasPrefix(s, "N/A") {
-		return 0, errNoPMA
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, fmt.Errorf("not an unsigned decimal: %q", truncate(s, 32))
-		}
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("counter out of range: %q", truncate(s, 32))
-	}
-	return v, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
-}
 
 var portStateNames = map[int]string{0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
 

@@ -11,22 +11,7 @@ import (
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
-func TestParseCounter(t *testing.T) {
-	good := map[string]uint64{"0\n": 0, "42\n": 42, "18446744073709551615\n": 1<<64 - 1, "7": 7}
-	for in, want := range good {
-		if v, err := parseCounter([]byte(in)); err != nil || v != want {
-			t.Errorf("parseCounter(%q) = %d, %v", in, v, err)
-		}
-	}
-	for _, in := range []string{"", "\n", "-1\n", "0x10\n", "18446744073709551616\n", "abc\n", "1 2\n", " 1\n", "1\n\n", "\x00\x01", "+5"} {
-		if v, err := parseCounter([]byte(in)); err == nil {
-			t.Errorf("parseCounter(%q) = %d, want error", in, v)
-		}
-	}
-	if _, err := parseCounter([]byte("N/A (no PMA)\n")); err != errNoPMA {
-		t.Errorf("N/A: %v", err)
-	}
-}
+// The counter parser and its fuzz test are in internal/sysfs.
 
 func TestNormalizeAndRate(t *testing.T) {
 	for in, want := range map[string]string{"4: ACTIVE": "ACTIVE", "1: DOWN": "DOWN", "9: WEIRD": "WEIRD", "": ""} {
@@ -177,18 +162,6 @@ func TestConfigDefaults(t *testing.T) {
 	if p.optional != true || p.qp != false {
 		t.Errorf("defaults: optional=%v qp=%v", p.optional, p.qp)
 	}
-}
-
-func FuzzParseCounter(f *testing.F) {
-	for _, s := range []string{"0\n", "12\n", "3410229118\n", "18446744073709551615\n", "N/A (no PMA)\n", "-1\n", "0x10\n", ""} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		v, err := parseCounter(b)
-		if err == nil && strings.TrimSuffix(string(b), "\n") != fmt.Sprint(v) && !strings.HasPrefix(strings.TrimSuffix(string(b), "\n"), "0") {
-			t.Errorf("parseCounter(%q) = %d", b, v)
-		}
-	})
 }
 
 func BenchmarkSysfsDevices(b *testing.B) {
