@@ -15,6 +15,12 @@ import (
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
+// sysfsFixture unpacks testdata/<name>.ttar and returns its sysfs root.
+func sysfsFixture(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(sdktest.Unpack(t, "testdata/"+name+".ttar"), "sys")
+}
+
 var fixedNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) // 1795953600
 
 // testPlugin returns a plugin wired to fake devices and a fixed clock, whose
@@ -58,10 +64,10 @@ func runAfterFirstRound(t *testing.T, p *plugin, n uint64, opts sdktest.Options)
 }
 
 func TestGoldenFixtures(t *testing.T) {
-	root := sdktest.UnpackTar(t, "testdata/sysfs.tar")
+	root := sysfsFixture(t, "sysfs")
 	f := fixtureFake(t)
 	p := testPlugin(t, f)
-	c := sdktest.Client(t, p, sdktest.Options{Sysfs: filepath.Join(root, "sysfs"), Config: map[string]any{"smart_interval": "1h"}})
+	c := sdktest.Client(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"smart_interval": "1h"}})
 	waitFor(t, "first SMART round", func() bool { return p.readsDone() >= 3 })
 	res := sdktest.Collect(t, c, 0)
 	if res.Status != nil {
@@ -94,11 +100,11 @@ func TestGoldenFixtures(t *testing.T) {
 }
 
 func TestGoldenQEMUCapture(t *testing.T) {
-	root := sdktest.UnpackTar(t, "testdata/sysfs-qemu.tar")
+	root := sysfsFixture(t, "sysfs-qemu")
 	f := newFake()
 	f.pages["nvme0"] = readBin(t, "qemu.bin")
 	p := testPlugin(t, f)
-	res := runAfterFirstRound(t, p, 1, sdktest.Options{Sysfs: filepath.Join(root, "sysfs")})
+	res := runAfterFirstRound(t, p, 1, sdktest.Options{Sysfs: root})
 	if res.Status != nil || len(res.Errors) != 0 {
 		t.Fatalf("status %v errors %v", res.Status, res.Errors)
 	}
@@ -116,7 +122,7 @@ func TestGoldenQEMUCapture(t *testing.T) {
 }
 
 func TestNoCapability(t *testing.T) {
-	root := sdktest.UnpackTar(t, "testdata/sysfs.tar")
+	root := sysfsFixture(t, "sysfs")
 	f := newFake()
 	for _, n := range []string{"nvme0", "nvme1"} {
 		f.cmdErrs[n] = syscall.EACCES // no CAP_SYS_ADMIN: the kernel refuses Get Log Page
@@ -125,7 +131,7 @@ func TestNoCapability(t *testing.T) {
 	p := testPlugin(t, f)
 	var logs strings.Builder
 	p.log = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
-	res := runAfterFirstRound(t, p, 3, sdktest.Options{Sysfs: filepath.Join(root, "sysfs")})
+	res := runAfterFirstRound(t, p, 3, sdktest.Options{Sysfs: root})
 	if res.Status != nil || len(res.Errors) != 0 {
 		t.Fatalf("missing privilege must not fail the scrape or spam errors: %v %v", res.Status, res.Errors)
 	}
@@ -149,10 +155,10 @@ func TestNoCapability(t *testing.T) {
 }
 
 func TestSMARTDisabled(t *testing.T) {
-	root := sdktest.UnpackTar(t, "testdata/sysfs.tar")
+	root := sysfsFixture(t, "sysfs")
 	f := fixtureFake(t)
 	p := testPlugin(t, f)
-	res := sdktest.Run(t, p, sdktest.Options{Sysfs: filepath.Join(root, "sysfs"), Config: map[string]any{"smart": false}})
+	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"smart": false}})
 	text := res.Text(t)
 	if !strings.Contains(text, `nvme_smart_available{device="nvme0"} 0`) || !strings.Contains(text, "nvme_info{") {
 		t.Errorf("unexpected exposition:\n%s", text)
@@ -163,10 +169,10 @@ func TestSMARTDisabled(t *testing.T) {
 }
 
 func TestAllowlistSkipsPoller(t *testing.T) {
-	root := sdktest.UnpackTar(t, "testdata/sysfs.tar")
+	root := sysfsFixture(t, "sysfs")
 	f := fixtureFake(t)
 	p := testPlugin(t, f)
-	res := sdktest.Run(t, p, sdktest.Options{Sysfs: filepath.Join(root, "sysfs"), EnabledMetrics: []string{"nvme_info"}})
+	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, EnabledMetrics: []string{"nvme_info"}})
 	if text := res.Text(t); !strings.Contains(text, "nvme_info{") || strings.Contains(text, "nvme_smart") || strings.Contains(text, "nvme_controller_state") {
 		t.Errorf("allowlist not applied:\n%s", text)
 	}
@@ -179,8 +185,7 @@ func TestAllowlistSkipsPoller(t *testing.T) {
 }
 
 func TestIdentityErrorsArePartial(t *testing.T) {
-	root := sdktest.UnpackTar(t, "testdata/sysfs.tar")
-	sys := filepath.Join(root, "sysfs")
+	sys := sysfsFixture(t, "sysfs")
 	ctrl := filepath.Join(sys, "class/nvme/nvme1")
 	// A directory where the model file belongs (a read error), a missing
 	// firmware_rev, and binary garbage as serial.
@@ -300,10 +305,10 @@ func checkExposition(t *testing.T, text string) {
 // BenchmarkCollect measures one scrape (3 controllers, SMART from cache)
 // through the gRPC path.
 func BenchmarkCollect(b *testing.B) {
-	root := sdktest.UnpackTar(b, "testdata/sysfs.tar")
+	root := sysfsFixture(b, "sysfs")
 	f := fixtureFake(b)
 	p := testPlugin(b, f)
-	c := sdktest.Client(b, p, sdktest.Options{Sysfs: filepath.Join(root, "sysfs"), Config: map[string]any{"smart_interval": "1h"}})
+	c := sdktest.Client(b, p, sdktest.Options{Sysfs: root, Config: map[string]any{"smart_interval": "1h"}})
 	waitFor(b, "first SMART round", func() bool { return p.readsDone() >= 3 })
 	b.ResetTimer()
 	for b.Loop() {

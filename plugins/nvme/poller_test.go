@@ -41,7 +41,7 @@ func waitNoPollerGoroutines(t *testing.T) {
 
 func configured(t *testing.T, f *fakeDevices, raw map[string]any) (*plugin, string) {
 	t.Helper()
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := sysfsFixture(t, "sysfs")
 	p := testPlugin(t, f)
 	if err := p.Configure(context.Background(), sdktest.Config(t, raw, sdk.Paths{Sysfs: root})); err != nil {
 		t.Fatal(err)

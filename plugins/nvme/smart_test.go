@@ -19,8 +19,8 @@ func readBin(t testing.TB, name string) []byte {
 
 func u(lo uint64) uint128 { return uint128{Lo: lo} }
 
-// The expected values are typed in from the fixture documentation (the
-// "Values encoded in the samples" table), not produced by the decoder.
+// The expected values are typed in by hand (testdata/README.md lists them
+// per file), not produced by the decoder.
 func TestParseSMARTLogFixtures(t *testing.T) {
 	for _, tc := range []struct {
 		file string
@@ -48,7 +48,7 @@ func TestParseSMARTLogFixtures(t *testing.T) {
 			ThermalMgmtT1Transitions: 88, ThermalMgmtT2Transitions: 2,
 			ThermalMgmtT1Seconds: 39021, ThermalMgmtT2Seconds: 311,
 		}},
-		// Real capture (QEMU NVMe, Linux 6.1); values from its INDEX.md decode.
+		// Real capture (QEMU NVMe, Linux 6.1).
 		{"qemu.bin", smartLog{
 			CompositeTemperatureK: 323,
 			DataUnitsRead:         u(67), DataUnitsWritten: u(33),
@@ -72,7 +72,7 @@ func TestDataUnitBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// SMART_LOG.md: 1 412 055 731 units = 722 972 534 272 000 bytes.
+	// 1 412 055 731 units of 512 000 bytes = 722 972 534 272 000 bytes.
 	if got := l.DataUnitsRead.Float64() * bytesPerDataUnit; got != 722972534272000 {
 		t.Errorf("read bytes = %v", got)
 	}

@@ -5,12 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
 func TestListControllers(t *testing.T) {
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := sysfsFixture(t, "sysfs")
 	// Entries that are not controllers are ignored.
 	must(t, os.Symlink("nvme0", filepath.Join(root, "class/nvme/nvme0n1")))
 	must(t, os.Symlink("nvme0", filepath.Join(root, "class/nvme/nvme10")))
@@ -35,7 +33,7 @@ func TestListControllers(t *testing.T) {
 
 func TestReadIdentityPadded(t *testing.T) {
 	// Real capture: serial/model/firmware_rev padded with spaces.
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs-qemu.tar"), "sysfs")
+	root := sysfsFixture(t, "sysfs-qemu")
 	id, err := readIdentity(root, "nvme0")
 	if err != nil || len(id.Errs) != 0 {
 		t.Fatal(err, id.Errs)
@@ -51,7 +49,7 @@ func TestReadIdentityPermissionDenied(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root reads mode-000 files; the unreadable-attribute path is covered by TestIdentityErrorsArePartial")
 	}
-	root := filepath.Join(sdktest.UnpackTar(t, "testdata/sysfs.tar"), "sysfs")
+	root := sysfsFixture(t, "sysfs")
 	must(t, os.Chmod(filepath.Join(root, "class/nvme/nvme0/serial"), 0))
 	id, err := readIdentity(root, "nvme0")
 	if err != nil || len(id.Errs) != 1 || !isPermission(id.Errs[0]) || id.Serial != "" || id.Model == "" {
