@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/mdlayher/netlink"
 )
 
 // RDMA netlink (NETLINK_RDMA, client RDMA_NL_NLDEV): plain netlink, no
-// generic-netlink header; attributes follow the nlmsghdr directly.
+// generic-netlink header; attributes follow the nlmsghdr directly and are
+// read and written with netlink's AttributeDecoder and AttributeEncoder.
 const (
 	familyRDMA  = 20 // NETLINK_RDMA
 	clientNLDEV = 5
@@ -60,85 +61,6 @@ const (
 
 var errDumpOverflow = errors.New("rdma netlink dump exceeded receive budget")
 
-// attr is one netlink attribute with the NESTED/BYTEORDER flags masked off.
-type attr struct {
-	typ  uint16
-	data []byte
-}
-
-// parseAttrs decodes a flat attribute stream. Truncated headers or lengths
-// that run past the buffer are errors; PAD (type 0) attributes are skipped.
-func parseAttrs(b []byte) ([]attr, error) {
-	var out []attr
-	for len(b) > 0 {
-		if len(b) < 4 {
-			return nil, fmt.Errorf("truncated attribute header (%d bytes)", len(b))
-		}
-		l := int(binary.NativeEndian.Uint16(b[0:2]))
-		t := binary.NativeEndian.Uint16(b[2:4]) & 0x3fff
-		if l < 4 || l > len(b) {
-			return nil, fmt.Errorf("attribute type %d: bad length %d (%d bytes left)", t, l, len(b))
-		}
-		if t != 0 {
-			out = append(out, attr{typ: t, data: b[4:l]})
-		}
-		al := (l + 3) &^ 3
-		if al > len(b) {
-			al = len(b)
-		}
-		b = b[al:]
-	}
-	return out, nil
-}
-
-func attrU32(a attr) (uint32, error) {
-	if len(a.data) != 4 {
-		return 0, fmt.Errorf("attribute %d: want 4 bytes, have %d", a.typ, len(a.data))
-	}
-	return binary.NativeEndian.Uint32(a.data), nil
-}
-
-func attrU64(a attr) (uint64, error) {
-	if len(a.data) != 8 {
-		return 0, fmt.Errorf("attribute %d: want 8 bytes, have %d", a.typ, len(a.data))
-	}
-	return binary.NativeEndian.Uint64(a.data), nil
-}
-
-func attrU8(a attr) (uint8, error) {
-	if len(a.data) < 1 {
-		return 0, fmt.Errorf("attribute %d: empty", a.typ)
-	}
-	return a.data[0], nil
-}
-
-func attrString(a attr) string {
-	s := a.data
-	for i, c := range s {
-		if c == 0 {
-			s = s[:i]
-			break
-		}
-	}
-	return string(s)
-}
-
-func encodeU32(typ uint16, v uint32) []byte {
-	b := make([]byte, 8)
-	binary.NativeEndian.PutUint16(b[0:2], 8)
-	binary.NativeEndian.PutUint16(b[2:4], typ)
-	binary.NativeEndian.PutUint32(b[4:8], v)
-	return b
-}
-
-func concat(parts ...[]byte) []byte {
-	var out []byte
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
 // hwCounter is one STAT_HWCOUNTER_ENTRY.
 type hwCounter struct {
 	name     string
@@ -149,62 +71,72 @@ type hwCounter struct {
 	enabled  bool // DYNAMIC == 1
 }
 
-func parseHWCounters(b []byte) ([]hwCounter, error) {
-	entries, err := parseAttrs(b)
+// decode runs fn over the attributes in b and returns the first decoding
+// error: a truncated header, a length past the end, a value of the wrong
+// size.
+func decode(b []byte, fn func(ad *netlink.AttributeDecoder) error) error {
+	ad, err := netlink.NewAttributeDecoder(b)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	if err := fn(ad); err != nil {
+		return err
+	}
+	return ad.Err()
+}
+
+// decodeHWCounters decodes the entries of a STAT_HWCOUNTERS nest.
+func decodeHWCounters(nad *netlink.AttributeDecoder) ([]hwCounter, error) {
 	var out []hwCounter
-	for _, e := range entries {
-		if e.typ != attrStatHWCounterEntry {
+	for nad.Next() {
+		if nad.Type() != attrStatHWCounterEntry {
 			continue
 		}
-		fields, err := parseAttrs(e.data)
-		if err != nil {
-			return nil, fmt.Errorf("hw counter entry: %w", err)
-		}
 		var c hwCounter
-		for _, f := range fields {
-			switch f.typ {
-			case attrStatHWCounterName:
-				c.name = attrString(f)
-			case attrStatHWCounterValue:
-				if c.value, err = attrU64(f); err != nil {
-					return nil, err
+		nad.Nested(func(ead *netlink.AttributeDecoder) error {
+			for ead.Next() {
+				switch ead.Type() {
+				case attrStatHWCounterName:
+					c.name = ead.String()
+				case attrStatHWCounterValue:
+					c.value, c.hasValue = ead.Uint64(), true
+				case attrStatHWCounterIndex:
+					c.index = ead.Uint32()
+				case attrStatHWCounterDynamic:
+					c.dynamic, c.enabled = true, ead.Uint8() != 0
 				}
-				c.hasValue = true
-			case attrStatHWCounterIndex:
-				if c.index, err = attrU32(f); err != nil {
-					return nil, err
-				}
-			case attrStatHWCounterDynamic:
-				v, err := attrU8(f)
-				if err != nil {
-					return nil, err
-				}
-				c.dynamic, c.enabled = true, v != 0
 			}
-		}
-		if c.name == "" {
-			return nil, errors.New("hw counter entry without a name")
+			if ead.Err() == nil && c.name == "" {
+				return errors.New("hw counter entry without a name")
+			}
+			return nil
+		})
+		if nad.Err() != nil {
+			return nil, fmt.Errorf("hw counter entry: %w", nad.Err())
 		}
 		out = append(out, c)
 	}
 	return out, nil
 }
 
-// statReply decodes a STAT_GET / STAT_GET_STATUS reply's counter table.
+// parseStatReply decodes a STAT_GET / STAT_GET_STATUS reply's counter table.
 func parseStatReply(b []byte) ([]hwCounter, error) {
-	attrs, err := parseAttrs(b)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range attrs {
-		if a.typ == attrStatHWCounters {
-			return parseHWCounters(a.data)
+	var out []hwCounter
+	err := decode(b, func(ad *netlink.AttributeDecoder) error {
+		for ad.Next() {
+			if ad.Type() != attrStatHWCounters {
+				continue
+			}
+			var err error
+			ad.Nested(func(nad *netlink.AttributeDecoder) error {
+				out, err = decodeHWCounters(nad)
+				return err
+			})
+			return nil // the first table is the reply's
 		}
-	}
-	return nil, nil
+		return nil
+	})
+	return out, err
 }
 
 type nlDevice struct {
@@ -214,26 +146,23 @@ type nlDevice struct {
 }
 
 func parseDevice(b []byte) (nlDevice, error) {
-	attrs, err := parseAttrs(b)
-	if err != nil {
-		return nlDevice{}, err
-	}
 	var d nlDevice
 	var haveIdx bool
-	for _, a := range attrs {
-		switch a.typ {
-		case attrDevIndex:
-			if d.index, err = attrU32(a); err != nil {
-				return d, err
-			}
-			haveIdx = true
-		case attrDevName:
-			d.name = attrString(a)
-		case attrPortIndex:
-			if d.ports, err = attrU32(a); err != nil {
-				return d, err
+	err := decode(b, func(ad *netlink.AttributeDecoder) error {
+		for ad.Next() {
+			switch ad.Type() {
+			case attrDevIndex:
+				d.index, haveIdx = ad.Uint32(), true
+			case attrDevName:
+				d.name = ad.String()
+			case attrPortIndex:
+				d.ports = ad.Uint32()
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return d, err
 	}
 	if !haveIdx || d.name == "" {
 		return d, errors.New("device message without DEV_INDEX or DEV_NAME")
@@ -259,26 +188,22 @@ func (m qpMode) name() string {
 }
 
 func parseQPMode(b []byte) (qpMode, error) {
-	attrs, err := parseAttrs(b)
-	if err != nil {
-		return qpMode{}, err
-	}
 	var m qpMode
 	var have bool
-	for _, a := range attrs {
-		switch a.typ {
-		case attrStatMode:
-			if m.mode, err = attrU32(a); err != nil {
-				return m, err
+	err := decode(b, func(ad *netlink.AttributeDecoder) error {
+		for ad.Next() {
+			switch ad.Type() {
+			case attrStatMode:
+				m.mode, have = ad.Uint32(), true
+			case attrStatAutoModeMask:
+				mask := ad.Uint32()
+				m.maskType, m.maskPID = mask&autoMaskType != 0, mask&autoMaskPID != 0
 			}
-			have = true
-		case attrStatAutoModeMask:
-			mask, err := attrU32(a)
-			if err != nil {
-				return m, err
-			}
-			m.maskType, m.maskPID = mask&autoMaskType != 0, mask&autoMaskPID != 0
 		}
+		return nil
+	})
+	if err != nil {
+		return m, err
 	}
 	if !have {
 		return m, errors.New("QP mode reply without STAT_MODE")
@@ -307,69 +232,70 @@ func qpTypeName(t uint8) string {
 }
 
 func parseQPDumpMessage(b []byte) ([]qpSet, error) {
-	attrs, err := parseAttrs(b)
+	var out []qpSet
+	err := decode(b, func(ad *netlink.AttributeDecoder) error {
+		for ad.Next() {
+			if ad.Type() != attrStatCounter {
+				continue
+			}
+			ad.Nested(func(cad *netlink.AttributeDecoder) error {
+				for cad.Next() {
+					if cad.Type() != attrStatCounterEntry {
+						continue
+					}
+					s := qpSet{stats: map[string]uint64{}}
+					cad.Nested(func(ead *netlink.AttributeDecoder) error {
+						return decodeQPSet(ead, &s)
+					})
+					if cad.Err() != nil {
+						return nil // returned by ad.Err
+					}
+					out = append(out, s)
+				}
+				return nil
+			})
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var out []qpSet
-	for _, a := range attrs {
-		if a.typ != attrStatCounter {
-			continue
-		}
-		entries, err := parseAttrs(a.data)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range entries {
-			if e.typ != attrStatCounterEntry {
-				continue
-			}
-			fields, err := parseAttrs(e.data)
-			if err != nil {
-				return nil, err
-			}
-			s := qpSet{stats: map[string]uint64{}}
-			for _, f := range fields {
-				switch f.typ {
-				case attrPortIndex:
-					if s.port, err = attrU32(f); err != nil {
-						return nil, err
-					}
-				case attrStatMode:
-					if s.mode, err = attrU32(f); err != nil {
-						return nil, err
-					}
-				case attrResType:
-					t, err := attrU8(f)
-					if err != nil {
-						return nil, err
-					}
-					s.qpType = qpTypeName(t)
-				case attrResPID, attrResKernName:
-					s.hasPID = true
-				case attrStatHWCounters:
-					hw, err := parseHWCounters(f.data)
-					if err != nil {
-						return nil, err
-					}
-					for _, c := range hw {
-						if c.hasValue {
-							s.stats[c.name] = c.value
-						}
+	return out, nil
+}
+
+func decodeQPSet(ead *netlink.AttributeDecoder, s *qpSet) error {
+	for ead.Next() {
+		switch ead.Type() {
+		case attrPortIndex:
+			s.port = ead.Uint32()
+		case attrStatMode:
+			s.mode = ead.Uint32()
+		case attrResType:
+			s.qpType = qpTypeName(ead.Uint8())
+		case attrResPID, attrResKernName:
+			s.hasPID = true
+		case attrStatHWCounters:
+			ead.Nested(func(nad *netlink.AttributeDecoder) error {
+				hw, err := decodeHWCounters(nad)
+				for _, c := range hw {
+					if c.hasValue {
+						s.stats[c.name] = c.value
 					}
 				}
-			}
-			out = append(out, s)
+				return err
+			})
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // nlConn is the part of *netlink.Conn the client uses (nltest provides a
 // fake one in tests).
 type nlConn interface {
+	Execute(netlink.Message) ([]netlink.Message, error)
 	Send(netlink.Message) (netlink.Message, error)
 	Receive() ([]netlink.Message, error)
+	ReceiveIter() iter.Seq2[netlink.Message, error]
 	Close() error
 }
 
@@ -379,62 +305,168 @@ type nldevClient struct {
 	conn nlConn
 }
 
-// exchange sends one request and returns its data messages. Doit replies
-// end with an ACK (a separate datagram on real kernels), dumps with
-// NLMSG_DONE (which carries a dump's error, if any); both are consumed.
-func (c *nldevClient) exchange(ctx context.Context, op int, flags netlink.HeaderFlags, data []byte, maxBytes, maxMsgs int) ([]netlink.Message, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+// request builds one request, refusing every command that is not a read.
+// The attributes are in the order iproute2 writes them, and the flags are
+// iproute2's (doit requests ask for an ACK), so that what the plugin sends
+// is byte for byte what `rdma statistic` sends (testdata/nl-real).
+func request(op int, flags netlink.HeaderFlags, attrs func(ae *netlink.AttributeEncoder)) (netlink.Message, error) {
+	m := netlink.Message{Header: netlink.Header{Type: nldevType(op), Flags: flags}}
+	if err := readOnly(m); err != nil {
+		return m, err
 	}
-	switch op {
-	case cmdGet, cmdPortGet, cmdStatGet, cmdStatGetStatus:
+	if attrs != nil {
+		ae := netlink.NewAttributeEncoder()
+		attrs(ae)
+		var err error
+		if m.Data, err = ae.Encode(); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
+}
+
+// readOnly refuses a message that is not an NLDEV read command; every
+// exchange checks it before anything reaches the socket.
+func readOnly(m netlink.Message) error {
+	client, op := int(m.Header.Type)>>10, int(m.Header.Type)&0x3ff
+	switch {
+	case client != clientNLDEV:
+		return fmt.Errorf("refusing to send RDMA netlink client %d message", client)
+	case op == cmdGet, op == cmdPortGet, op == cmdStatGet, op == cmdStatGetStatus:
+		return nil
 	default:
-		return nil, fmt.Errorf("refusing to send RDMA netlink op %d", op)
-	}
-	req, err := c.conn.Send(netlink.Message{Header: netlink.Header{Type: nldevType(op), Flags: flags}, Data: data})
-	if err != nil {
-		return nil, err
-	}
-	dump := flags&netlink.Dump == netlink.Dump
-	var out []netlink.Message
-	var size int
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		msgs, err := c.conn.Receive()
-		if err != nil {
-			return nil, err
-		}
-		acked := false
-		for _, m := range msgs {
-			if m.Header.Sequence != req.Header.Sequence {
-				continue // stale reply of an aborted exchange
-			}
-			if m.Header.Type == netlink.Error {
-				acked = true // ACK (error 0); errors were returned by Receive
-				continue
-			}
-			if m.Header.Type == netlink.Done {
-				continue
-			}
-			size += len(m.Data)
-			if (maxBytes > 0 && size > maxBytes) || (maxMsgs > 0 && len(out)+1 > maxMsgs) {
-				return nil, errDumpOverflow
-			}
-			out = append(out, m)
-		}
-		if dump || acked {
-			return out, nil
-		}
-		if len(msgs) == 0 {
-			return nil, errors.New("rdma netlink: reply ended without an ACK")
-		}
+		return fmt.Errorf("refusing to send RDMA netlink op %d", op)
 	}
 }
 
+// dataMessages drops the ACKs and NLMSG_DONE a reply may contain (errors
+// in them were returned by netlink.Conn).
+func dataMessages(msgs []netlink.Message) []netlink.Message {
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if m.Header.Type != netlink.Error && m.Header.Type != netlink.Done {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// portAttrs selects a device's port.
+func portAttrs(dev, port uint32) func(ae *netlink.AttributeEncoder) {
+	return func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(attrDevIndex, dev)
+		ae.Uint32(attrPortIndex, port)
+	}
+}
+
+// dump runs a dump request to its NLMSG_DONE (netlink.Conn.Execute joins
+// the parts and returns the error NLMSG_DONE carries, if any).
+func (c *nldevClient) dump(ctx context.Context, req netlink.Message) ([]netlink.Message, error) {
+	if err := readOnly(req); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	msgs, err := c.conn.Execute(req)
+	if err != nil {
+		return nil, err
+	}
+	return dataMessages(msgs), nil
+}
+
+// get runs a doit request and returns its one reply. The kernel answers a
+// request carrying NLM_F_ACK with the reply and then the ACK, in two
+// datagrams; Execute returns after the first, so the ACK is read here, or
+// the next request would meet it and fail its sequence check. (nltest's
+// fake connection delivers both at once.)
+func (c *nldevClient) get(ctx context.Context, req netlink.Message) (netlink.Message, error) {
+	if err := readOnly(req); err != nil {
+		return netlink.Message{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return netlink.Message{}, err
+	}
+	msgs, err := c.conn.Execute(req)
+	if err != nil {
+		return netlink.Message{}, err
+	}
+	if len(msgs) == 0 {
+		return netlink.Message{}, errors.New("rdma netlink: empty reply")
+	}
+	if !hasACK(msgs) {
+		ack, err := c.conn.Receive()
+		if err != nil {
+			return netlink.Message{}, err
+		}
+		req.Header.Sequence = msgs[0].Header.Sequence // as Execute sent it
+		if err := netlink.Validate(req, ack); err != nil {
+			return netlink.Message{}, err
+		}
+		if !hasACK(ack) {
+			return netlink.Message{}, errors.New("rdma netlink: reply ended without an ACK")
+		}
+	}
+	replies := dataMessages(msgs)
+	if len(replies) != 1 {
+		return netlink.Message{}, fmt.Errorf("want 1 reply message, got %d", len(replies))
+	}
+	return replies[0], nil
+}
+
+func hasACK(msgs []netlink.Message) bool {
+	for _, m := range msgs {
+		if m.Header.Type == netlink.Error {
+			return true // error 0; other errors were returned by netlink.Conn
+		}
+	}
+	return false
+}
+
+// dumpWithin runs a dump request like dump, but fails with errDumpOverflow
+// as soon as the replies exceed maxBytes of attributes or maxMsgs messages.
+// This is the one exchange the plugin runs itself, because a QP counter
+// dump grows with the number of bound QPs and Execute would hold all of it
+// in memory. Stopping the iteration makes netlink.Conn read and discard the
+// rest of the dump, so the socket is clean for the next request.
+func (c *nldevClient) dumpWithin(ctx context.Context, req netlink.Message, maxBytes, maxMsgs int) ([]netlink.Message, error) {
+	if err := readOnly(req); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sent, err := c.conn.Send(req)
+	if err != nil {
+		return nil, err
+	}
+	var out []netlink.Message
+	size := 0
+	for m, err := range c.conn.ReceiveIter() {
+		if err != nil {
+			return nil, err
+		}
+		if err := netlink.Validate(sent, []netlink.Message{m}); err != nil {
+			return nil, err
+		}
+		if m.Header.Type == netlink.Error {
+			continue // an ACK
+		}
+		size += len(m.Data)
+		if size > maxBytes || len(out) >= maxMsgs {
+			return nil, errDumpOverflow
+		}
+		out = append(out, m)
+	}
+	return out, ctx.Err()
+}
+
 func (c *nldevClient) devices(ctx context.Context) ([]nlDevice, error) {
-	msgs, err := c.exchange(ctx, cmdGet, flagsDump, nil, 0, 0)
+	req, err := request(cmdGet, flagsDump, nil)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := c.dump(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("device list: %w", err)
 	}
@@ -449,50 +481,56 @@ func (c *nldevClient) devices(ctx context.Context) ([]nlDevice, error) {
 	return out, nil
 }
 
-func portQuery(dev, port uint32) []byte {
-	return concat(encodeU32(attrDevIndex, dev), encodeU32(attrPortIndex, port))
-}
-
-func (c *nldevClient) statOne(ctx context.Context, op int, data []byte) ([]hwCounter, error) {
-	msgs, err := c.exchange(ctx, op, flagsDoit, data, 0, 0)
+func (c *nldevClient) statOne(ctx context.Context, op int, dev, port uint32) ([]hwCounter, error) {
+	req, err := request(op, flagsDoit, portAttrs(dev, port))
 	if err != nil {
 		return nil, err
 	}
-	if len(msgs) != 1 {
-		return nil, fmt.Errorf("want 1 reply message, got %d", len(msgs))
+	reply, err := c.get(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	return parseStatReply(msgs[0].Data)
+	return parseStatReply(reply.Data)
 }
 
 // statStatus lists every counter of a port with its index and, for
 // optional ones, whether it is enabled (STAT_GET_STATUS).
 func (c *nldevClient) statStatus(ctx context.Context, dev, port uint32) ([]hwCounter, error) {
-	return c.statOne(ctx, cmdStatGetStatus, portQuery(dev, port))
+	return c.statOne(ctx, cmdStatGetStatus, dev, port)
 }
 
 // statValues reads the port's default counter (STAT_GET without STAT_RES).
 func (c *nldevClient) statValues(ctx context.Context, dev, port uint32) ([]hwCounter, error) {
-	return c.statOne(ctx, cmdStatGet, portQuery(dev, port))
+	return c.statOne(ctx, cmdStatGet, dev, port)
 }
 
 // qpMode queries the port's QP counter mode, with iproute2's attribute order.
 func (c *nldevClient) qpMode(ctx context.Context, dev, port uint32) (qpMode, error) {
-	data := concat(encodeU32(attrDevIndex, dev), encodeU32(attrPortIndex, port),
-		encodeU32(attrStatMode, counterModeManual), encodeU32(attrStatRes, attrResQP))
-	msgs, err := c.exchange(ctx, cmdStatGet, flagsDoit, data, 0, 0)
+	req, err := request(cmdStatGet, flagsDoit, func(ae *netlink.AttributeEncoder) {
+		portAttrs(dev, port)(ae)
+		ae.Uint32(attrStatMode, counterModeManual)
+		ae.Uint32(attrStatRes, attrResQP)
+	})
 	if err != nil {
 		return qpMode{}, err
 	}
-	if len(msgs) != 1 {
-		return qpMode{}, fmt.Errorf("want 1 reply message, got %d", len(msgs))
+	reply, err := c.get(ctx, req)
+	if err != nil {
+		return qpMode{}, err
 	}
-	return parseQPMode(msgs[0].Data)
+	return parseQPMode(reply.Data)
 }
 
 // qpSets dumps the port's bound QP counters, within the receive budget.
 func (c *nldevClient) qpSets(ctx context.Context, dev, port uint32) ([]qpSet, error) {
-	data := concat(encodeU32(attrDevIndex, dev), encodeU32(attrPortIndex, port), encodeU32(attrStatRes, attrResQP))
-	msgs, err := c.exchange(ctx, cmdStatGet, flagsDump, data, qpDumpMaxBytes, qpDumpMaxMsgs)
+	req, err := request(cmdStatGet, flagsDump, func(ae *netlink.AttributeEncoder) {
+		portAttrs(dev, port)(ae)
+		ae.Uint32(attrStatRes, attrResQP)
+	})
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := c.dumpWithin(ctx, req, qpDumpMaxBytes, qpDumpMaxMsgs)
 	if err != nil {
 		return nil, err
 	}

@@ -131,45 +131,25 @@ func synthTable(statResp string) []exchangeFile {
 
 // The recorded requests are what the plugin must send, byte for byte.
 func TestRequestsAreByteExact(t *testing.T) {
-	cases := []struct {
-		file string
-		op   int
-		flag netlink.HeaderFlags
-		data []byte
-	}{
-		{synth("req_get_dump.bin"), cmdGet, flagsDump, nil},
-		{real("req_get_dump.bin"), cmdGet, flagsDump, nil},
-		{synth("req_stat_get_status_dev0_port1.bin"), cmdStatGetStatus, flagsDoit, portQuery(0, 1)},
-		{real("req_stat_get_status_rxe0_p1.bin"), cmdStatGetStatus, flagsDoit, portQuery(0, 1)},
-		{synth("req_stat_get_dev0_port1.bin"), cmdStatGet, flagsDoit, portQuery(0, 1)},
-		{real("req_stat_get_rxe0_p1.bin"), cmdStatGet, flagsDoit, portQuery(0, 1)},
-	}
-	for _, c := range cases {
-		rec := readMessages(t, c.file)[0]
-		var got netlink.Message
-		conn := nltest.Dial(func(reqs []netlink.Message) ([]netlink.Message, error) {
-			if reqs != nil {
-				got = reqs[0]
-			}
-			return nil, io.EOF
-		})
-		cl := &nldevClient{conn: conn}
-		_, _ = cl.exchange(context.Background(), c.op, c.flag, c.data, 0, 0)
-		got.Header.Sequence, got.Header.PID = rec.Header.Sequence, rec.Header.PID
-		gb, _ := got.MarshalBinary()
-		want, _ := os.ReadFile(c.file)
-		if !bytes.Equal(gb, want) {
-			t.Errorf("%s: request\n got %x\nwant %x", c.file, gb, want)
-		}
-	}
-	// The QP requests too.
+	ctx := context.Background()
+	devices := func(c *nldevClient) { _, _ = c.devices(ctx) }
+	status := func(c *nldevClient) { _, _ = c.statStatus(ctx, 0, 1) }
+	values := func(c *nldevClient) { _, _ = c.statValues(ctx, 0, 1) }
+	mode := func(c *nldevClient) { _, _ = c.qpMode(ctx, 0, 1) }
+	qpDump := func(c *nldevClient) { _, _ = c.qpSets(ctx, 0, 1) }
 	for _, c := range []struct {
 		file string
 		run  func(*nldevClient)
 	}{
-		{real("req_stat_get_qp_mode_rxe0_p1.bin"), func(c *nldevClient) { _, _ = c.qpMode(context.Background(), 0, 1) }},
-		{real("req_stat_qp_dump_rxe0_p1.bin"), func(c *nldevClient) { _, _ = c.qpSets(context.Background(), 0, 1) }},
-		{synth("req_stat_qp_dump_dev0_port1.bin"), func(c *nldevClient) { _, _ = c.qpSets(context.Background(), 0, 1) }},
+		{synth("req_get_dump.bin"), devices},
+		{real("req_get_dump.bin"), devices},
+		{synth("req_stat_get_status_dev0_port1.bin"), status},
+		{real("req_stat_get_status_rxe0_p1.bin"), status},
+		{synth("req_stat_get_dev0_port1.bin"), values},
+		{real("req_stat_get_rxe0_p1.bin"), values},
+		{real("req_stat_get_qp_mode_rxe0_p1.bin"), mode},
+		{real("req_stat_qp_dump_rxe0_p1.bin"), qpDump},
+		{synth("req_stat_qp_dump_dev0_port1.bin"), qpDump},
 	} {
 		rec := readMessages(t, c.file)[0]
 		var got netlink.Message
@@ -194,10 +174,25 @@ func TestExchangeRefusesSet(t *testing.T) {
 		called = true
 		return nil, io.EOF
 	})}
+	ctx := context.Background()
 	for _, op := range []int{2, 3, 4, 7, 16, 18} {
-		if _, err := cl.exchange(context.Background(), op, flagsDoit, nil, 0, 0); err == nil {
-			t.Errorf("op %d was accepted", op)
+		if _, err := request(op, flagsDoit, nil); err == nil {
+			t.Errorf("op %d: request built", op)
 		}
+		m := netlink.Message{Header: netlink.Header{Type: nldevType(op), Flags: flagsDoit}}
+		if _, err := cl.get(ctx, m); err == nil {
+			t.Errorf("op %d was accepted by get", op)
+		}
+		if _, err := cl.dump(ctx, m); err == nil {
+			t.Errorf("op %d was accepted by dump", op)
+		}
+		if _, err := cl.dumpWithin(ctx, m, 1, 1); err == nil {
+			t.Errorf("op %d was accepted by dumpWithin", op)
+		}
+	}
+	// Another RDMA netlink client than NLDEV (RDMA_NL_LS = 4) is refused too.
+	if _, err := cl.get(ctx, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(4<<10 | cmdGet)}}); err == nil {
+		t.Error("a non-NLDEV message was accepted")
 	}
 	if called {
 		t.Error("a forbidden request reached the socket")
@@ -334,10 +329,68 @@ func FuzzParseNetlinkAttrs(f *testing.F) {
 	f.Add([]byte{4, 0})
 	f.Add([]byte{0xff, 0xff, 0x50, 0x80})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = parseAttrs(b)
 		_, _ = parseStatReply(b)
 		_, _ = parseDevice(b)
 		_, _ = parseQPMode(b)
 		_, _ = parseQPDumpMessage(b)
 	})
+}
+
+// On a kernel the ACK of a doit request is a datagram of its own, after
+// the reply: it is read with the reply, so the next request on the
+// connection gets its own answer.
+func TestDoitACKInItsOwnDatagram(t *testing.T) {
+	reply := readMessages(t, real("resp_stat_get_rxe0_p1_01.bin"))
+	ack := readMessages(t, real("resp_stat_get_rxe0_p1_02.bin"))
+	var pending []netlink.Message // the ACK, delivered on the next read
+	stamp := func(ms []netlink.Message, seq uint32) []netlink.Message {
+		out := append([]netlink.Message(nil), ms...)
+		for i := range out {
+			out[i].Header.Sequence, out[i].Header.PID = seq, nltest.PID
+		}
+		return out
+	}
+	cl := &nldevClient{conn: nltest.Dial(func(reqs []netlink.Message) ([]netlink.Message, error) {
+		if reqs == nil {
+			if pending == nil {
+				return nil, io.EOF
+			}
+			out := pending
+			pending = nil
+			return out, nil
+		}
+		pending = stamp(ack, reqs[0].Header.Sequence)
+		return stamp(reply, reqs[0].Header.Sequence), nil
+	})}
+	for i := range 3 {
+		vals, err := cl.statValues(context.Background(), 0, 1)
+		if err != nil || len(vals) != 15 {
+			t.Fatalf("request %d: %d values, %v", i, len(vals), err)
+		}
+		if pending != nil {
+			t.Fatalf("request %d: the ACK was left on the socket", i)
+		}
+	}
+}
+
+// A dump that exceeds the budget is drained: the next request on the same
+// connection gets its own reply, not the rest of the dump.
+func TestOverflowLeavesConnectionClean(t *testing.T) {
+	_, dk := qpKeys()
+	one := qpDumpReply(qpEntry(2, false, map[string]uint64{"rx_write_requests": 1}))
+	var many []netlink.Message
+	for range qpDumpMaxMsgs + 10 {
+		many = append(many, one[0])
+	}
+	many = append(many, one[1])
+	r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1.bin"), override: map[string][]netlink.Message{dk: many}}
+	conn, _ := r.dial()
+	cl := &nldevClient{conn: conn}
+	if _, err := cl.qpSets(context.Background(), 0, 1); !errors.Is(err, errDumpOverflow) {
+		t.Fatalf("err = %v, want overflow", err)
+	}
+	vals, err := cl.statValues(context.Background(), 0, 1)
+	if err != nil || len(vals) == 0 {
+		t.Fatalf("after overflow: %d values, %v", len(vals), err)
+	}
 }

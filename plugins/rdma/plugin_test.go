@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mdlayher/netlink"
+	"github.com/mdlayher/netlink/nlenc"
 	"github.com/mdlayher/netlink/nltest"
 
 	"github.com/plexporter/plexporter/sdk/sdktest"
@@ -165,7 +166,7 @@ func qpModeReply(mode, mask uint32) []netlink.Message {
 	}, {Header: netlink.Header{Type: netlink.Error, Flags: 0x100}, Data: make([]byte, 20)}}
 }
 
-func u32(v uint32) []byte { return encodeU32(0, v)[4:] }
+func u32(v uint32) []byte { return nlenc.Uint32Bytes(v) }
 func u64(v uint64) []byte {
 	b := make([]byte, 8)
 	for i := range 8 {
@@ -203,9 +204,11 @@ func qpDumpReply(entries ...netlink.Attribute) []netlink.Message {
 
 func qpKeys() (mode, dump string) {
 	m := netlink.Message{Header: netlink.Header{Type: nldevType(cmdStatGet), Flags: flagsDoit},
-		Data: concat(encodeU32(attrDevIndex, 0), encodeU32(attrPortIndex, 1), encodeU32(attrStatMode, 2), encodeU32(attrStatRes, attrResQP))}
+		Data: nltest.MustMarshalAttributes([]netlink.Attribute{{Type: attrDevIndex, Data: u32(0)}, {Type: attrPortIndex, Data: u32(1)},
+			{Type: attrStatMode, Data: u32(2)}, {Type: attrStatRes, Data: u32(attrResQP)}})}
 	d := netlink.Message{Header: netlink.Header{Type: nldevType(cmdStatGet), Flags: flagsDump},
-		Data: concat(encodeU32(attrDevIndex, 0), encodeU32(attrPortIndex, 1), encodeU32(attrStatRes, attrResQP))}
+		Data: nltest.MustMarshalAttributes([]netlink.Attribute{{Type: attrDevIndex, Data: u32(0)}, {Type: attrPortIndex, Data: u32(1)},
+			{Type: attrStatRes, Data: u32(attrResQP)}})}
 	return reqKey(m), reqKey(d)
 }
 
