@@ -10,6 +10,7 @@ import (
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/merge"
+	"github.com/plexporter/plexporter/host/internal/supervise"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
@@ -31,26 +32,39 @@ func listPlugins(fl *fleet.Fleet, filter *metricfilter.Filter, maxLabelLen int, 
 		return 1
 	}
 	defer fl.StopAll()
+	sups := map[string]*supervise.Supervisor{}
+	for _, s := range fl.Supervisors() {
+		sups[s.Plugin().Name] = s
+	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tVERSION\tSTATE\tSERIES\tPATH\tLAST ERROR")
-	for _, s := range fl.Supervisors() {
-		st := s.Status()
-		series := "-"
-		if st.Up {
-			c := s.Collect(context.Background())
-			res := merge.Merge([]merge.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: s.Settings().MaxSeries}}, merge.Options{Filter: filter, MaxLabelValueLen: maxLabelLen})
+	for _, st := range fl.Statuses() {
+		series, lastErr := "-", st.LastError
+		if sup := sups[st.Name]; sup != nil && st.Up() {
+			c := sup.Collect(context.Background())
+			res := merge.Merge([]merge.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: sup.Settings().MaxSeries}}, merge.Options{Filter: filter, MaxLabelValueLen: maxLabelLen})
 			series = fmt.Sprint(res.Series[st.Name])
 			if c.Err != nil {
-				st.LastError = "collect: " + c.Err.Error()
+				lastErr = "collect: " + c.Err.Error()
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, st.Info.GetVersion(), st.State, series, st.Path, oneLine(st.LastError))
+		if st.Rejected != "" {
+			lastErr = "new settings rejected, running on the previous ones: " + st.Rejected
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, orDash(st.Info.GetVersion()), st.State, series, st.Path, oneLine(lastErr))
 	}
 	for _, r := range fl.Refused() {
 		fmt.Fprintf(tw, "%s\t-\trefused\t-\t%s\t%s\n", r.Plugin.Name, r.Plugin.Path, oneLine(r.Reason))
 	}
 	tw.Flush()
 	return 0
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // listMetrics implements `plexporter metrics`.

@@ -476,6 +476,60 @@ func TestConcurrentScrapesShareOneCollect(t *testing.T) {
 	}
 }
 
+// Concurrent scrapes of different selections are not shared, and each must
+// report its own plugins' duration, success and series: never the values of
+// a scrape of other plugins that ran at the same moment.
+func TestConcurrentSelectionsSeeTheirOwnSelfMetrics(t *testing.T) {
+	h := startHost(t, []string{"alpha", "beta"}, `
+  alpha: {config: {series: 3}}
+  beta:  {config: {series: 5}}
+`)
+	own := map[string]float64{"alpha": 3 + 1, "beta": 5 + 1} // values + the collect counter
+	const workers = 8
+	deadline := time.Now().Add(3 * time.Second)
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			var bad error
+			for i := 0; time.Now().Before(deadline) && bad == nil; i++ {
+				self, other := "alpha", "beta"
+				if (w+i)%2 == 1 {
+					self, other = other, self
+				}
+				resp, err := http.Get(h.url + "/metrics?collect[]=" + self)
+				if err != nil {
+					bad = err
+					break
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				parser := expfmt.NewTextParser(model.LegacyValidation)
+				mfs, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+				if err != nil {
+					bad = err
+					break
+				}
+				switch {
+				case value(mfs, "plexporter_plugin_series", "plugin", self) != own[self]:
+					bad = fmt.Errorf("scrape of %s reports plexporter_plugin_series{plugin=%q} = %v, want %v", self, self, value(mfs, "plexporter_plugin_series", "plugin", self), own[self])
+				case value(mfs, "plexporter_plugin_scrape_success", "plugin", self) != 1:
+					bad = fmt.Errorf("scrape of %s has no plexporter_plugin_scrape_success{plugin=%q} 1", self, self)
+				case count(mfs, "plexporter_plugin_scrape_duration_seconds", "plugin", self) != 1:
+					bad = fmt.Errorf("scrape of %s has no scrape duration for %s", self, self)
+				case count(mfs, "plexporter_plugin_scrape_duration_seconds", "plugin", other)+count(mfs, "plexporter_plugin_series", "plugin", other)+count(mfs, "plexporter_plugin_scrape_success", "plugin", other) != 0:
+					bad = fmt.Errorf("scrape of %s reports per-scrape values of %s, which it did not collect", self, other)
+				}
+			}
+			errs <- bad
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 func TestKill9PluginMidScrape(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "victim.pid")
 	h := startHost(t, []string{"other", "victim"}, fmt.Sprintf(`

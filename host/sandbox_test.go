@@ -16,7 +16,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/plexporter/plexporter/host/internal/supervise"
+	"github.com/plexporter/plexporter/host/internal/launch"
 )
 
 // sandboxTree lays out a world-traversable plugin directory (the plugin
@@ -214,7 +214,7 @@ func TestSandboxRefusals(t *testing.T) {
 		}
 	}
 	// pinned with the right checksum runs
-	sum, _ := supervise.FileSHA256(filepath.Join(st.bin, "probe"))
+	sum, _ := launch.FileSHA256(filepath.Join(st.bin, "probe"))
 	os.WriteFile(filepath.Join(st.plugins, "plexporter-pinned.yaml"), []byte(st.probeManifest("sha256: "+sum+"\n")), 0o644)
 	h.waitFor(5*time.Second, "correctly pinned plugin running", func() bool {
 		_, mfs := h.scrape("")

@@ -27,8 +27,11 @@ type Plugin interface {
 	// before Configure and must not depend on it.
 	Info() Info
 	// Configure receives the plugin's settings, once per plugin start, before
-	// any Collect. An error keeps the plugin out of scrapes and is shown to the
-	// operator, so say what is wrong and where (key, path, device).
+	// any Collect. An error means the settings cannot work: the host stops the
+	// plugin, shows the error's text to the operator as the plugin's own
+	// message (so say what is wrong and where: key, path, device) and does not
+	// start it again until its settings change. Remarks that do not stop the
+	// plugin go to cfg.Warn.
 	Configure(ctx context.Context, cfg Config) error
 	// Collect writes one scrape's samples. ctx carries the host's deadline.
 	// A returned error is reported as a partial failure: samples written
@@ -75,6 +78,24 @@ type Config struct {
 	Filter *metricfilter.Filter
 	// MetricPrefix is prepended to every family name by the Writer.
 	MetricPrefix string
+
+	// warnings collects what Warn records, for the ConfigureResponse. It is
+	// nil in a Config a test builds itself; Warn logs instead then.
+	warnings *[]string
+}
+
+// Warn records a remark about the configuration that does not stop the
+// plugin (a deprecated key, a device that is not there yet). The host logs
+// it at WARN, once per plugin start, with where the plugin's section of the
+// config file is. What the plugin cannot honour is an error from Configure
+// instead: the host then keeps the plugin out until its settings change.
+func (c Config) Warn(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if c.warnings == nil {
+		logger.Warn(msg)
+		return
+	}
+	*c.warnings = append(*c.warnings, msg)
 }
 
 // Decode fills v (a pointer to a struct with json tags) from the plugin's

@@ -28,7 +28,7 @@ func Logger() hclog.Logger { return logger }
 // Serve runs the plugin until the host stops it or goes away. Call it from
 // main; it does not return.
 func Serve(p Plugin) {
-	if lvl := os.Getenv("PLEXPORTER_PLUGIN_LOG_LEVEL"); lvl != "" {
+	if lvl := os.Getenv(transport.LogLevelEnv); lvl != "" {
 		logger.SetLevel(hclog.LevelFromString(lvl))
 	}
 	watchLifeline()
@@ -65,12 +65,13 @@ func closePlugin(p Plugin) {
 }
 
 // watchLifeline exits the plugin, with every process it started, once the
-// host's end of the lifeline pipe closes or SIGTERM arrives (the host sets it
-// as the plugin's parent-death signal). Pdeathsig alone is not enough: it
-// fires when the parent *thread* exits, and Go retires threads at will.
+// host's end of the lifeline pipe closes or transport.ParentDeathSignal
+// arrives. The signal alone is not enough: the kernel sends it when the
+// parent *thread* exits, and a host not written in Go, or a future one, may
+// retire threads.
 func watchLifeline() {
 	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
+	signal.Notify(term, transport.ParentDeathSignal)
 	go func() {
 		<-term
 		exitGroup()

@@ -71,7 +71,9 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	var warnings []string
 	cfg := Config{
+		warnings:     &warnings,
 		Raw:          req.GetConfig(),
 		Filter:       filter,
 		MetricPrefix: req.GetMetricPrefix(),
@@ -87,7 +89,7 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 	s.mu.Lock()
 	s.configured, s.filter, s.prefix = true, filter, cfg.MetricPrefix
 	s.mu.Unlock()
-	return &pluginv1.ConfigureResponse{}, nil
+	return &pluginv1.ConfigureResponse{Warnings: warnings}, nil
 }
 
 func (s *server) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginService_CollectServer) error {

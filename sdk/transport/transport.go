@@ -5,6 +5,7 @@ package transport
 
 import (
 	"context"
+	"syscall"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -31,10 +32,25 @@ var Handshake = plugin.HandshakeConfig{
 	MagicCookieValue: "d3d1a2f0-prometheus-plugin-host",
 }
 
-// LifelineEnv names the environment variable holding the file descriptor of
-// the lifeline pipe: the host keeps the write end open for its whole life, so
-// the plugin reads EOF exactly when the host is gone, however it died.
-const LifelineEnv = "PLEXPORTER_LIFELINE_FD"
+// Names the host and the SDK both use to find things in the plugin's
+// environment. The host sets them (host/internal/launch builds the plugin's
+// whole environment); the SDK reads them in Serve.
+const (
+	// LifelineEnv holds the file descriptor of the lifeline pipe: the host
+	// keeps the write end open for its whole life, so the plugin reads EOF
+	// exactly when the host is gone, however it died.
+	LifelineEnv = "PLEXPORTER_LIFELINE_FD"
+	// LogLevelEnv holds the host's log level (trace, debug, info, warn,
+	// error), so a plugin does not format lines the host would drop.
+	LogLevelEnv = "PLEXPORTER_PLUGIN_LOG_LEVEL"
+)
+
+// ParentDeathSignal is what the kernel sends a plugin when the host dies
+// (Linux's parent-death signal, set by the host when it forks the plugin and
+// again by the sandbox launcher after its credential change clears it).
+// SIGTERM rather than SIGKILL: an SDK plugin answers it by killing its whole
+// process group, which a SIGKILL would not give it the chance to do.
+const ParentDeathSignal = syscall.SIGTERM
 
 // GRPCPlugin adapts a PluginServiceServer (plugin side) or produces a
 // PluginServiceClient (host side) for go-plugin.

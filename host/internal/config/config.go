@@ -31,6 +31,33 @@ import (
 // File is the configuration file.
 type File struct {
 	Plugins map[string]Plugin `yaml:"plugins"`
+
+	path  string
+	lines map[string]int // plugin name → line of its config: key
+}
+
+// Location says where a plugin's own settings are, for messages about
+// them: the file, the plugins.<name>.config key, and its line when the file
+// has the key.
+type Location struct {
+	File string // "" without --config.file
+	Key  string
+	Line int // 0 when the file has no such key
+}
+
+func (l Location) String() string {
+	switch {
+	case l.File == "":
+		return l.Key + " (no --config.file)"
+	case l.Line == 0:
+		return fmt.Sprintf("%s: %s (not set)", l.File, l.Key)
+	}
+	return fmt.Sprintf("%s:%d: %s", l.File, l.Line, l.Key)
+}
+
+// ConfigLocation returns where plugin's config section is (or would be).
+func (f *File) ConfigLocation(plugin string) Location {
+	return Location{File: f.path, Key: "plugins." + plugin + ".config", Line: f.lines[plugin]}
 }
 
 // Plugin holds one plugin's settings.
@@ -85,7 +112,7 @@ func normalize(v any) any {
 
 // Load reads and validates the file at path. An empty path yields an empty File.
 func Load(path string) (*File, error) {
-	f := &File{}
+	f := &File{path: path}
 	if path == "" {
 		return f, nil
 	}
@@ -98,6 +125,7 @@ func Load(path string) (*File, error) {
 	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, manifest.YAMLError(path, err)
 	}
+	f.lines = configLines(data)
 	for name, p := range f.Plugins {
 		key := fmt.Sprintf("%s: plugins.%s", path, name)
 		if p.Timeout < 0 {
@@ -116,4 +144,35 @@ func Load(path string) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// configLines finds the line of every plugins.<name>.config key. The file
+// has been decoded strictly already; this second pass over the same bytes
+// only reads positions, which the typed decode does not keep.
+func configLines(data []byte) map[string]int {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	lines := map[string]int{}
+	_, plugins := lookup(doc.Content[0], "plugins")
+	for i := 0; plugins != nil && i+1 < len(plugins.Content); i += 2 {
+		if key, _ := lookup(plugins.Content[i+1], "config"); key != nil {
+			lines[plugins.Content[i].Value] = key.Line
+		}
+	}
+	return lines
+}
+
+// lookup returns the key and value nodes of key in mapping n, or nils.
+func lookup(n *yaml.Node, key string) (k, v *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i], n.Content[i+1]
+		}
+	}
+	return nil, nil
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -20,7 +21,6 @@ import (
 	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/manifest"
-	"github.com/plexporter/plexporter/host/internal/sandbox"
 	"github.com/plexporter/plexporter/host/internal/supervise"
 )
 
@@ -50,22 +50,61 @@ type Fleet struct {
 	opts Options
 	log  *slog.Logger
 
+	reconciling sync.Mutex // one Reconcile at a time; StopAll waits for one under way
+
 	mu       sync.Mutex
 	sups     map[string]*supervise.Supervisor
+	rejected map[string]rejection
 	refused  map[string]Refusal
 	disabled map[string]discover.Plugin
 	scanned  bool
+	stopped  bool
 	warned   map[string]bool
+}
+
+// rejection remembers settings a plugin rejected on a rescan while its
+// instance on the previous settings kept running: they are not tried again
+// until the config file (or the binary) changes.
+type rejection struct {
+	identity string
+	settings supervise.Settings
+	message  string // the plugin's own
 }
 
 // New returns an empty fleet; call Reconcile to populate it.
 func New(opts Options, log *slog.Logger) *Fleet {
-	return &Fleet{opts: opts, log: log, sups: map[string]*supervise.Supervisor{}, refused: map[string]Refusal{}, disabled: map[string]discover.Plugin{}, warned: map[string]bool{}}
+	return &Fleet{
+		opts: opts, log: log,
+		sups: map[string]*supervise.Supervisor{}, rejected: map[string]rejection{},
+		refused: map[string]Refusal{}, disabled: map[string]discover.Plugin{}, warned: map[string]bool{},
+	}
+}
+
+// wanted is a plugin the disk and the config file say should run.
+type wanted struct {
+	plugin   discover.Plugin
+	settings supervise.Settings
+}
+
+// trial is a replacement started beside the instance it is to replace.
+type trial struct {
+	name     string
+	old, new *supervise.Supervisor
 }
 
 // Reconcile rescans and converges. A broken config file keeps the current
 // plugins running and returns the error.
+//
+// A running plugin whose binary or settings changed is replaced
+// new-before-old: the new instance starts beside the running one, and takes
+// over only if it does not reject its settings. A section the plugin
+// rejects therefore keeps it running on its previous settings, as a broken
+// config file keeps every plugin: the operator's typo costs a log line and a
+// self-metric, not the plugin's series. A plugin that is not running
+// (crashed, misconfigured) is simply replaced.
 func (f *Fleet) Reconcile() error {
+	f.reconciling.Lock()
+	defer f.reconciling.Unlock()
 	cfg, err := config.Load(f.opts.ConfigFile)
 	if err != nil {
 		return err
@@ -79,8 +118,7 @@ func (f *Fleet) Reconcile() error {
 	}
 
 	var warnings []string
-	wanted := map[string]supervise.Settings{}
-	plugins := map[string]discover.Plugin{}
+	want := map[string]wanted{}
 	refused := map[string]Refusal{}
 	disabled := map[string]discover.Plugin{}
 	for _, p := range scan.Plugins {
@@ -89,7 +127,7 @@ func (f *Fleet) Reconcile() error {
 			disabled[p.Name] = p
 			continue
 		}
-		settings, warns, err := f.settings(p, pc)
+		settings, warns, err := f.settings(p, pc, cfg.ConfigLocation(p.Name))
 		for _, w := range warns {
 			warnings = append(warnings, "plugin "+p.Name+": "+w)
 		}
@@ -97,16 +135,19 @@ func (f *Fleet) Reconcile() error {
 			refused[p.Name] = Refusal{Plugin: p, Reason: err.Error()}
 			continue
 		}
-		wanted[p.Name] = settings
-		plugins[p.Name] = p
+		want[p.Name] = wanted{p, settings}
 	}
 	for name := range cfg.Plugins {
-		if _, found := plugins[name]; !found && disabled[name].Name == "" && refused[name].Plugin.Name == "" {
+		if _, found := want[name]; !found && disabled[name].Name == "" && refused[name].Plugin.Name == "" {
 			f.log.Warn("config file configures a plugin that is not installed", "plugin", name, "dirs", f.opts.Dirs)
 		}
 	}
 
 	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return nil
+	}
 	for _, w := range warnings {
 		if !f.warned[w] {
 			f.warned[w] = true
@@ -119,95 +160,139 @@ func (f *Fleet) Reconcile() error {
 		}
 	}
 	f.refused, f.disabled, f.scanned = refused, disabled, true
-	var stopping []*supervise.Supervisor
+	var retire []*supervise.Supervisor
+	var trials []trial
 	for name, sup := range f.sups {
-		settings, ok := wanted[name]
+		w, ok := want[name]
+		var why string
 		switch {
 		case !ok:
 			f.log.Info("plugin removed; stopping", "plugin", name)
-		case sup.Plugin().Identity != plugins[name].Identity:
-			f.log.Info("plugin binary replaced; restarting", "plugin", name)
-		case !sup.Settings().Equal(settings):
-			f.log.Info("plugin settings changed; restarting", "plugin", name)
+			retire = append(retire, sup)
+			delete(f.sups, name)
+			delete(f.rejected, name)
+			continue
+		case sup.Plugin().Identity != w.plugin.Identity:
+			why = "plugin binary replaced"
+		case !sup.Settings().Equal(w.settings):
+			why = "plugin settings changed"
 		default:
+			if _, ok := f.rejected[name]; ok {
+				f.log.Info("plugin settings are back to the ones it runs with", "plugin", name)
+				delete(f.rejected, name)
+			}
 			continue
 		}
-		stopping = append(stopping, sup)
+		if r, ok := f.rejected[name]; ok && r.identity == w.plugin.Identity && r.settings.Equal(w.settings) {
+			continue // rejected already; tried again once they change
+		}
+		delete(f.rejected, name)
+		if sup.Status().State == supervise.Running {
+			f.log.Info(why+"; starting the new instance beside the running one", "plugin", name)
+			trials = append(trials, trial{name: name, old: sup, new: supervise.New(w.plugin, w.settings, f.log)})
+			continue
+		}
+		f.log.Info(why+"; restarting", "plugin", name)
+		retire = append(retire, sup)
 		delete(f.sups, name)
 	}
 	f.mu.Unlock()
 
 	// Stop outside the lock: a graceful stop may take seconds, and scrapes
-	// (which list the supervisors) must not wait for it. An old instance is
-	// gone before its replacement starts.
-	var wg sync.WaitGroup
-	for _, sup := range stopping {
-		wg.Go(sup.Stop)
-	}
-	wg.Wait()
+	// (which list the supervisors) must not wait for it. A plugin that is
+	// simply replaced is gone before its replacement starts.
+	stopAll(retire)
 
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	for name, settings := range wanted {
+	for name, w := range want {
 		if _, running := f.sups[name]; running {
 			continue
 		}
-		sup := supervise.New(plugins[name], settings, f.log)
+		sup := supervise.New(w.plugin, w.settings, f.log)
 		f.sups[name] = sup
 		sup.Start()
 	}
+	f.mu.Unlock()
+
+	f.try(trials)
 	return nil
 }
 
-// settings combines defaults, config file and manifest for one plugin, and
-// refuses the plugin (error) when its manifest cannot be honoured.
-func (f *Fleet) settings(p discover.Plugin, pc config.Plugin) (supervise.Settings, []string, error) {
-	s := f.opts.Defaults
+// try starts each replacement beside the running instance and waits for its
+// first start. One that rejects its settings is stopped and remembered, and
+// the running instance stays; any other outcome (running, or failed for
+// another reason, which restarting may fix) takes over.
+func (f *Fleet) try(trials []trial) {
+	var wg sync.WaitGroup
+	for _, t := range trials {
+		t.new.Start()
+		wg.Go(func() { <-t.new.FirstAttempt() })
+	}
+	wg.Wait()
+	var retire []*supervise.Supervisor
+	f.mu.Lock()
+	for _, t := range trials {
+		if st := t.new.Status(); st.State == supervise.Misconfigured {
+			f.rejected[t.name] = rejection{identity: t.new.Plugin().Identity, settings: t.new.Settings(), message: st.LastError}
+			f.log.Info("new settings rejected; the running instance keeps its previous settings until the config file changes", "plugin", t.name)
+			retire = append(retire, t.new)
+			continue
+		}
+		f.sups[t.name] = t.new
+		retire = append(retire, t.old)
+	}
+	f.mu.Unlock()
+	stopAll(retire)
+}
+
+func stopAll(sups []*supervise.Supervisor) {
+	var wg sync.WaitGroup
+	for _, s := range sups {
+		wg.Go(s.Stop)
+	}
+	wg.Wait()
+}
+
+// settings composes one plugin's settings and confines it, or refuses it
+// (error) when its manifest cannot be read or honoured.
+func (f *Fleet) settings(p discover.Plugin, pc config.Plugin, loc config.Location) (supervise.Settings, []string, error) {
 	m, err := manifest.Load(p.Manifest)
 	if err != nil {
-		return s, nil, err
+		return supervise.Settings{}, nil, err
 	}
-	m = manifest.Merge(m, pc.Manifest)
-	if pc.Timeout > 0 {
-		s.Timeout = pc.Timeout
-	}
-	if pc.MaxSeries > 0 {
-		s.MaxSeries = pc.MaxSeries
-	}
-	s.MetricPrefix = pc.MetricPrefix
-	if s.Config, err = pc.Struct(); err != nil {
-		return s, nil, err
-	}
-	s.SHA256 = m.SHA256
-	if m.SHA256 != "" {
-		sum, err := supervise.FileSHA256(p.Target)
-		if err != nil {
-			return s, nil, err
-		}
-		if !strings.EqualFold(sum, m.SHA256) {
-			return s, nil, fmt.Errorf("sha256 of %s is %s, the manifest pins %s: refusing a binary that is not the one pinned", p.Target, sum, m.SHA256)
-		}
-	}
-	s.Env = nil
-	for _, name := range m.Env {
-		if v, ok := os.LookupEnv(name); ok {
-			s.Env = append(s.Env, name+"="+v)
-		}
-	}
-	if !f.opts.Sandbox {
-		return s, nil, nil
-	}
-	if !f.opts.InsecurePermissions {
-		if err := sandbox.CheckPermissions(p.Path, p.Target); err != nil {
-			return s, nil, err
-		}
-	}
-	spec, warnings, err := sandbox.Resolve(m, p.Target, p.Path, sandbox.Host{AllowRoot: f.opts.AllowRoot})
+	s, err := compose(f.opts.Defaults, pc, loc, m, os.LookupEnv)
 	if err != nil {
-		return s, warnings, err
+		return s, nil, err
 	}
-	s.Sandbox = spec
-	return s, warnings, nil
+	return f.confine(p, s)
+}
+
+// Status is what the fleet knows about one supervised plugin, for
+// self-metrics and `plexporter plugins`.
+type Status struct {
+	supervise.Status
+	// Rejected is the plugin's own message about the settings the config
+	// file has for it now, when a rescan tried them and the plugin rejected
+	// them; the instance in Status runs on the previous ones.
+	Rejected string
+}
+
+// Misconfigured reports whether the plugin rejects the settings the config
+// file has for it (whether or not an instance on older ones runs).
+func (s Status) Misconfigured() bool {
+	return s.State == supervise.Misconfigured || s.Rejected != ""
+}
+
+// Statuses returns every supervised plugin's status, sorted by name.
+func (f *Fleet) Statuses() []Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Status, 0, len(f.sups))
+	for name, s := range f.sups {
+		out = append(out, Status{Status: s.Status(), Rejected: f.rejected[name].message})
+	}
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // Supervisors returns the running supervisors sorted by plugin name.
@@ -251,17 +336,16 @@ func (f *Fleet) Ready() bool {
 	return true
 }
 
-// StopAll stops every plugin, in parallel.
+// StopAll stops every plugin, in parallel, after a Reconcile under way;
+// later Reconciles do nothing.
 func (f *Fleet) StopAll() {
+	f.reconciling.Lock()
+	defer f.reconciling.Unlock()
 	f.mu.Lock()
-	sups := f.sups
-	f.sups = map[string]*supervise.Supervisor{}
+	sups := slices.Collect(maps.Values(f.sups))
+	f.sups, f.rejected, f.stopped = map[string]*supervise.Supervisor{}, map[string]rejection{}, true
 	f.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range sups {
-		wg.Go(s.Stop)
-	}
-	wg.Wait()
+	stopAll(sups)
 }
 
 // Watch reconciles on every signal from hup and on changes in the plugin

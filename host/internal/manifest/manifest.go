@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -207,4 +208,45 @@ func Merge(m, override *Manifest) *Manifest {
 		out.SHA256 = override.SHA256
 	}
 	return &out
+}
+
+// Ungranted lists what a plugin says it needs (its Info's sandbox hints:
+// capabilities and paths) that m does not grant, one phrase each, for a
+// warning: a plugin whose manifest lags behind its code fails inside the
+// sandbox in ways that are hard to trace to the manifest. A path is granted
+// by an equal path, a directory holding it, or a glob matching it; a path
+// to read is also granted by read_write.
+func (m *Manifest) Ungranted(capabilities []string, need Paths) []string {
+	var out []string
+	for _, c := range capabilities {
+		if !slices.ContainsFunc(m.Capabilities, func(g string) bool { return strings.EqualFold(g, c) }) {
+			out = append(out, "capability "+c)
+		}
+	}
+	check := func(key string, paths []string, granted ...[]string) {
+		for _, p := range paths {
+			if !slices.ContainsFunc(slices.Concat(granted...), func(g string) bool { return covers(g, p) }) {
+				out = append(out, key+" "+p)
+			}
+		}
+	}
+	check("paths.read_only", need.ReadOnly, m.Paths.ReadOnly, m.Paths.ReadWrite)
+	check("paths.read_write", need.ReadWrite, m.Paths.ReadWrite)
+	check("paths.devices", need.Devices, m.Paths.Devices)
+	return out
+}
+
+// covers reports whether the granted path or glob g covers path p: p or a
+// directory holding it is g, or matches it (a glob grants what it expands
+// to, and a granted directory everything under it).
+func covers(g, p string) bool {
+	g = filepath.Clean(g)
+	for q := filepath.Clean(p); ; q = filepath.Dir(q) {
+		if ok, _ := filepath.Match(g, q); ok {
+			return true
+		}
+		if q == "/" || q == "." {
+			return false
+		}
+	}
 }

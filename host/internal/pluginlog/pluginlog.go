@@ -1,6 +1,16 @@
 // Package pluginlog gives go-plugin the hclog.Logger it wants while every
-// line ends up in the host's slog logger: plugin log lines (hclog JSON on the
-// plugin's stderr) appear in the host's log format, tagged with the plugin.
+// line ends up in the host's slog logger: go-plugin's own lines about a
+// plugin, and the plugin's log lines (hclog JSON on its stderr, which
+// go-plugin parses and re-logs), appear in the host's log format.
+//
+// Every line says who speaks exactly once: the adapter adds plugin=<name>,
+// and a key the host owns that arrives with the line is renamed rather than
+// repeated. go-plugin names the process it runs under "plugin" (its path:
+// renamed "path"); a plugin that logs plugin=other, or its own time, level,
+// msg or source, gets them as reported_plugin=other and so on, so it cannot
+// pose as another plugin. With --log.format=json a repeated key would
+// otherwise be a JSON object with two "plugin" members, and most readers keep
+// only the last.
 package pluginlog
 
 import (
@@ -13,13 +23,20 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// New returns an hclog.Logger writing to l.
-func New(l *slog.Logger, level hclog.Level) hclog.Logger {
-	return &adapter{l: l, level: level}
+// Key is the one key naming the plugin a line is about.
+const Key = "plugin"
+
+// New returns an hclog.Logger writing to l (which must not carry a plugin
+// key itself) for the plugin called name. path is what go-plugin calls the
+// process it runs: its runner's Name, the plugin's path.
+func New(l *slog.Logger, name, path string, level hclog.Level) hclog.Logger {
+	return &adapter{l: l, plugin: name, path: path, level: level}
 }
 
 type adapter struct {
 	l       *slog.Logger
+	plugin  string
+	path    string
 	name    string
 	level   hclog.Level
 	implied []any
@@ -41,10 +58,34 @@ func (a *adapter) Log(level hclog.Level, msg string, args ...any) {
 	if !ok {
 		sl = slog.LevelInfo
 	}
-	if len(args)%2 == 1 {
-		args = append(args[:len(args)-1:len(args)-1], "extra", fmt.Sprint(args[len(args)-1]))
+	attrs := make([]any, 0, 2+len(a.implied)+len(args))
+	attrs = append(attrs, Key, a.plugin)
+	attrs = a.appendArgs(attrs, a.implied)
+	attrs = a.appendArgs(attrs, args)
+	a.l.Log(context.Background(), sl, msg, attrs...)
+}
+
+// appendArgs appends key/value pairs, renaming the keys the host owns. A
+// value without a key is logged as extra.
+func (a *adapter) appendArgs(dst, args []any) []any {
+	for i := 0; i+1 < len(args); i += 2 {
+		k, v := args[i], args[i+1]
+		switch key, _ := k.(string); key {
+		case Key:
+			if s, ok := v.(string); ok && s == a.path {
+				k = "path" // go-plugin naming the process
+			} else {
+				k = "reported_" + key
+			}
+		case slog.TimeKey, slog.LevelKey, slog.MessageKey, slog.SourceKey:
+			k = "reported_" + key
+		}
+		dst = append(dst, k, v)
 	}
-	a.l.Log(context.Background(), sl, msg, append(a.implied[:len(a.implied):len(a.implied)], args...)...)
+	if len(args)%2 == 1 {
+		dst = append(dst, "extra", fmt.Sprint(args[len(args)-1]))
+	}
+	return dst
 }
 
 func (a *adapter) Trace(msg string, args ...any) { a.Log(hclog.Trace, msg, args...) }
@@ -68,8 +109,8 @@ func (a *adapter) With(args ...any) hclog.Logger {
 	return &c
 }
 
-// Named is called by go-plugin with the plugin's binary name; the host
-// already tags lines with the plugin, so the name is kept but not repeated.
+// Named is called by go-plugin with the plugin's binary name; lines are
+// tagged with the plugin already, so the name is kept but not logged.
 func (a *adapter) Named(name string) hclog.Logger {
 	c := *a
 	if c.name != "" {

@@ -7,31 +7,29 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 	"kernel.org/pub/linux/libs/security/libcap/cap"
+
+	"github.com/plexporter/plexporter/sdk/transport"
 )
 
 // Launch is the launcher's main: it confines the current process as the
-// Spec in the environment says and execs the plugin. It never returns; on
-// any failure it exits with a message on stderr (the host logs it under the
-// plugin's name), so a plugin never runs less confined than asked.
+// Spec on its command line says and execs the plugin with the environment
+// the host built for it (host/internal/launch), unchanged. It never returns;
+// on any failure it exits with a message on stderr (the host logs it under
+// the plugin's name), so a plugin never runs less confined than asked.
 func Launch() {
 	runtime.LockOSThread() // per-thread attributes (pdeathsig) are set on the exec'ing thread
-	spec, err := decodeSpec()
+	spec, err := decodeSpec(os.Args[1:])
 	if err == nil {
 		err = apply(spec)
 	}
 	if err == nil {
-		env := slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, specEnv+"=") })
-		if spec.MemoryBytes > 0 {
-			env = append(env, "GOMEMLIMIT="+strconv.FormatInt(spec.MemoryBytes, 10))
-		}
-		err = syscall.Exec(spec.Binary, []string{spec.Argv0}, env)
+		err = syscall.Exec(spec.Binary, []string{spec.Argv0}, os.Environ())
 		err = fmt.Errorf("exec %s: %w", spec.Binary, err)
 	}
 	fmt.Fprintf(os.Stderr, "[ERROR] plexporter sandbox: %v\n", err)
@@ -73,12 +71,19 @@ func apply(s *Spec) error {
 			return fmt.Errorf("landlock: %w", err)
 		}
 	}
-	// Changing credentials cleared the parent-death signal; set it again
-	// and make sure the host did not die in between.
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGTERM), 0, 0, 0); err != nil {
-		return fmt.Errorf("pdeathsig: %w", err)
+	return rearmParentDeathSignal(ppid)
+}
+
+// rearmParentDeathSignal sets the parent-death signal again. The host set it
+// when it forked the launcher (host/internal/launch), but the kernel clears
+// it when a process changes its credentials, which the launcher has just
+// done; exec keeps it from here on. The host may have died in between, and
+// then no signal would ever come: the parent's pid tells.
+func rearmParentDeathSignal(hostPID int) error {
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(transport.ParentDeathSignal), 0, 0, 0); err != nil {
+		return fmt.Errorf("parent-death signal: %w", err)
 	}
-	if os.Getppid() != ppid {
+	if os.Getppid() != hostPID {
 		return fmt.Errorf("the host exited during launch")
 	}
 	return nil

@@ -13,14 +13,13 @@ package sandbox
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 )
 
-// LaunchArg is the first argument of the host binary in launcher mode.
+// LaunchArg is the first argument of the host binary in launcher mode; the
+// second is the Spec as JSON. The Spec travels on the command line, not in
+// the environment, so the environment the host builds for a plugin is the one
+// it gets, unchanged by the launcher (exec replaces the command line).
 const LaunchArg = "__plexporter-sandbox-launch"
-
-// specEnv carries the JSON Spec from host to launcher.
-const specEnv = "PLEXPORTER_SANDBOX_SPEC"
 
 // Spec is everything the launcher applies before exec.
 type Spec struct {
@@ -40,23 +39,24 @@ type Spec struct {
 	Landlock    bool     `json:"landlock"`   // apply path rules
 }
 
-// Encode returns the environment entry that hands s to the launcher.
-func (s *Spec) Encode() (string, error) {
+// LauncherArgs returns the host binary's arguments that make it the
+// launcher for s.
+func (s *Spec) LauncherArgs() ([]string, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return specEnv + "=" + string(b), nil
+	return []string{LaunchArg, string(b)}, nil
 }
 
-func decodeSpec() (*Spec, error) {
-	raw := os.Getenv(specEnv)
-	if raw == "" {
-		return nil, fmt.Errorf("%s is not set; the launcher is started by plexporter only", specEnv)
+// decodeSpec reads the launcher's arguments (os.Args[1:]).
+func decodeSpec(args []string) (*Spec, error) {
+	if len(args) != 2 || args[0] != LaunchArg {
+		return nil, fmt.Errorf("usage: %s <spec>; the launcher is started by plexporter only", LaunchArg)
 	}
 	var s Spec
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", specEnv, err)
+	if err := json.Unmarshal([]byte(args[1]), &s); err != nil {
+		return nil, fmt.Errorf("launcher spec: %w", err)
 	}
 	return &s, nil
 }

@@ -1,6 +1,6 @@
 // Package scrape answers one /metrics request: it fans Collect out to every
 // running plugin in parallel, merges their batches through the guard, and
-// adds the host's self-metrics (which describe this very scrape).
+// adds the host's self-metrics, made from this very scrape's results.
 package scrape
 
 import (
@@ -32,8 +32,8 @@ type Scraper struct {
 	filter *metricfilter.Filter
 	opts   merge.Options
 	log    *slog.Logger
-	self   *selfMetrics
-	reg    *prometheus.Registry
+	totals *counters
+	reg    *prometheus.Registry // the host's own collectors: build, Go runtime, process
 
 	flight singleflight.Group // concurrent scrapes of one selection
 	mu     sync.Mutex
@@ -48,7 +48,7 @@ func New(f *fleet.Fleet, filter *metricfilter.Filter, maxLabelValueLen int, log 
 		filter: filter,
 		opts:   merge.Options{Filter: filter, MaxLabelValueLen: maxLabelValueLen, ReservedPrefixes: hostPrefixes},
 		log:    log,
-		self:   newSelfMetrics(),
+		totals: newCounters(),
 		reg:    prometheus.NewRegistry(),
 		logged: map[string]bool{},
 	}
@@ -56,7 +56,6 @@ func New(f *fleet.Fleet, filter *metricfilter.Filter, maxLabelValueLen int, log 
 		versioncollector.NewCollector("plexporter"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		s.self,
 	)
 	return s
 }
@@ -78,7 +77,8 @@ func (sel Selection) wants(name string) bool {
 // Scrapes that arrive while one with the same selection is in flight share
 // its result (two Prometheus servers of an HA pair scrape at the same
 // moment): plugins are asked once, merged once, and the self-metrics
-// describe that one scrape. The shared work keeps the first caller's
+// describe that one scrape. Scrapes of other selections run on their own
+// and report their own. The shared work keeps the first caller's
 // deadline but not its cancellation, so a client that hangs up does not cut
 // the others short.
 func (s *Scraper) Scrape(ctx context.Context, sel Selection) []*merge.Family {
@@ -128,15 +128,28 @@ func (s *Scraper) scrape(ctx context.Context, sel Selection) []*merge.Family {
 	}
 	res := merge.Merge(inputs, s.opts)
 	s.logOnce(picked, results, res)
-
-	s.self.observe(sups, s.fleet.Refused(), picked, results, res)
-	return merge.Concat(s.hostFamilies(), res.Families)
+	return merge.Concat(s.hostFamilies(s.report(picked, results, res)), res.Families)
 }
 
-// hostFamilies gathers the self-metrics through the same writer and guard
-// as plugin samples.
-func (s *Scraper) hostFamilies() []*merge.Family {
-	mfs, err := s.reg.Gather()
+// report makes this scrape's self-metrics from its own results.
+func (s *Scraper) report(picked []*supervise.Supervisor, results []*supervise.Collection, res *merge.Result) *report {
+	r := &report{statuses: s.fleet.Statuses(), refused: s.fleet.Refused(), scraped: make(map[string]scrapeResult, len(picked))}
+	for i, sup := range picked {
+		name := sup.Plugin().Name
+		r.scraped[name] = scrapeResult{seconds: results[i].Duration.Seconds(), success: results[i].Err == nil, series: res.Series[name]}
+	}
+	r.dropped, r.errors = s.totals.add(picked, results, res)
+	return r
+}
+
+// hostFamilies gathers the host's collectors and this scrape's report
+// through the same writer and guard as plugin samples. The report gets a
+// registry of its own, made for this scrape, so no other scrape can write
+// into it before it is gathered.
+func (s *Scraper) hostFamilies(r *report) []*merge.Family {
+	own := prometheus.NewRegistry()
+	own.MustRegister(r)
+	mfs, err := prometheus.Gatherers{s.reg, own}.Gather()
 	if err != nil {
 		s.log.Warn("self-metrics gather", "err", err)
 	}

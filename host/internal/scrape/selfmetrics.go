@@ -1,6 +1,7 @@
 package scrape
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,11 +11,40 @@ import (
 	"github.com/plexporter/plexporter/host/internal/supervise"
 )
 
-// selfMetrics are the host's metrics about its plugins. Per-scrape values
-// (duration, success, series) describe the scrape that returns them.
-type selfMetrics struct {
-	mu       sync.Mutex
-	statuses []supervise.Status
+// counters are the self-metrics that outlive a scrape: what the guard
+// dropped and the partial errors plugins reported, since the host started.
+// Every scrape adds its own and reports the totals.
+type counters struct {
+	mu      sync.Mutex
+	dropped map[merge.DropKey]float64
+	errors  map[[2]string]float64 // plugin, collector
+}
+
+func newCounters() *counters {
+	return &counters{dropped: map[merge.DropKey]float64{}, errors: map[[2]string]float64{}}
+}
+
+// add counts one scrape's drops and errors and returns a copy of the totals.
+func (c *counters) add(picked []*supervise.Supervisor, results []*supervise.Collection, res *merge.Result) (map[merge.DropKey]float64, map[[2]string]float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, s := range picked {
+		for _, e := range results[i].Errors {
+			c.errors[[2]string{s.Plugin().Name, e.Collector}]++
+		}
+	}
+	for k, n := range res.Drops {
+		c.dropped[k] += float64(n)
+	}
+	return maps.Clone(c.dropped), maps.Clone(c.errors)
+}
+
+// report is one scrape's self-metrics, made from that scrape's own results
+// and a snapshot of the fleet taken for it. Nothing in it is shared with
+// another scrape, so concurrent scrapes of different plugins (which are not
+// coalesced) each describe themselves.
+type report struct {
+	statuses []fleet.Status
 	refused  []fleet.Refusal
 	scraped  map[string]scrapeResult
 	dropped  map[merge.DropKey]float64
@@ -28,73 +58,51 @@ type scrapeResult struct {
 }
 
 var (
-	descInfo      = prometheus.NewDesc("plexporter_plugin_info", "Plugin identity; 1 for every running plugin.", []string{"plugin", "version", "api_version", "sha256"}, nil)
-	descUp        = prometheus.NewDesc("plexporter_plugin_up", "1 if the plugin process is running and configured, 0 otherwise (crashed, restarting, refused).", []string{"plugin"}, nil)
-	descSandboxed = prometheus.NewDesc("plexporter_plugin_sandboxed", "1 if the plugin runs inside its manifest's sandbox; 0 if it runs with the host's own privileges.", []string{"plugin"}, nil)
-	descRestarts  = prometheus.NewDesc("plexporter_plugin_restarts_total", "Times the plugin was restarted after a crash or a failed start.", []string{"plugin"}, nil)
-	descDuration  = prometheus.NewDesc("plexporter_plugin_scrape_duration_seconds", "Time the plugin's Collect took in this scrape.", []string{"plugin"}, nil)
-	descSuccess   = prometheus.NewDesc("plexporter_plugin_scrape_success", "1 if the plugin's Collect completed in this scrape (partial errors included), 0 if it failed or timed out.", []string{"plugin"}, nil)
-	descSeries    = prometheus.NewDesc("plexporter_plugin_series", "Series the plugin contributed to this scrape after the guard.", []string{"plugin"}, nil)
-	descDropped   = prometheus.NewDesc("plexporter_dropped_series_total", "Series dropped by the guard, by plugin and reason (malformed, invalid_name, invalid_label_value, conflict, duplicate, series_limit).", []string{"plugin", "reason"}, nil)
-	descErrors    = prometheus.NewDesc("plexporter_plugin_collect_errors_total", "Partial failures the plugin reported, by the part that failed.", []string{"plugin", "collector"}, nil)
-	descRefused   = prometheus.NewDesc("plexporter_plugin_refused", "1 for a plugin that was found but not run (bad manifest, checksum mismatch, ...); the reason is in the log and in `plexporter plugins`.", []string{"plugin"}, nil)
+	descInfo          = prometheus.NewDesc("plexporter_plugin_info", "Plugin identity; 1 for every running plugin.", []string{"plugin", "version", "api_version", "sha256"}, nil)
+	descUp            = prometheus.NewDesc("plexporter_plugin_up", "1 if the plugin process is running and configured, 0 otherwise (crashed, restarting, refused).", []string{"plugin"}, nil)
+	descMisconfigured = prometheus.NewDesc("plexporter_plugin_misconfigured", "1 if the plugin rejects its settings in the config file: it is not started until they change, or, after a rescan, keeps running on its previous ones. The plugin's message is in the log and in `plexporter plugins`.", []string{"plugin"}, nil)
+	descSandboxed     = prometheus.NewDesc("plexporter_plugin_sandboxed", "1 if the plugin runs inside its manifest's sandbox; 0 if it runs with the host's own privileges.", []string{"plugin"}, nil)
+	descRestarts      = prometheus.NewDesc("plexporter_plugin_restarts_total", "Times the plugin was restarted after a crash or a failed start.", []string{"plugin"}, nil)
+	descDuration      = prometheus.NewDesc("plexporter_plugin_scrape_duration_seconds", "Time the plugin's Collect took in this scrape.", []string{"plugin"}, nil)
+	descSuccess       = prometheus.NewDesc("plexporter_plugin_scrape_success", "1 if the plugin's Collect completed in this scrape (partial errors included), 0 if it failed or timed out.", []string{"plugin"}, nil)
+	descSeries        = prometheus.NewDesc("plexporter_plugin_series", "Series the plugin contributed to this scrape after the guard.", []string{"plugin"}, nil)
+	descDropped       = prometheus.NewDesc("plexporter_dropped_series_total", "Series dropped by the guard, by plugin and reason (malformed, invalid_name, invalid_label_value, conflict, duplicate, series_limit).", []string{"plugin", "reason"}, nil)
+	descErrors        = prometheus.NewDesc("plexporter_plugin_collect_errors_total", "Partial failures the plugin reported, by the part that failed.", []string{"plugin", "collector"}, nil)
+	descRefused       = prometheus.NewDesc("plexporter_plugin_refused", "1 for a plugin that was found but not run (bad manifest, checksum mismatch, ...); the reason is in the log and in `plexporter plugins`.", []string{"plugin"}, nil)
 )
 
-func newSelfMetrics() *selfMetrics {
-	return &selfMetrics{scraped: map[string]scrapeResult{}, dropped: map[merge.DropKey]float64{}, errors: map[[2]string]float64{}}
-}
-
-func (m *selfMetrics) observe(all []*supervise.Supervisor, refused []fleet.Refusal, picked []*supervise.Supervisor, results []*supervise.Collection, res *merge.Result) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.statuses = m.statuses[:0]
-	for _, s := range all {
-		m.statuses = append(m.statuses, s.Status())
-	}
-	m.refused = refused
-	m.scraped = make(map[string]scrapeResult, len(picked))
-	for i, s := range picked {
-		name := s.Plugin().Name
-		m.scraped[name] = scrapeResult{seconds: results[i].Duration.Seconds(), success: results[i].Err == nil, series: res.Series[name]}
-		for _, e := range results[i].Errors {
-			m.errors[[2]string{name, e.Collector}]++
-		}
-	}
-	for k, n := range res.Drops {
-		m.dropped[k] += float64(n)
-	}
-}
-
-func (m *selfMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInfo, descUp, descSandboxed, descRestarts, descDuration, descSuccess, descSeries, descDropped, descErrors, descRefused} {
+func (r *report) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descInfo, descUp, descMisconfigured, descSandboxed, descRestarts, descDuration, descSuccess, descSeries, descDropped, descErrors, descRefused} {
 		ch <- d
 	}
 }
 
-func (m *selfMetrics) Collect(ch chan<- prometheus.Metric) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, st := range m.statuses {
+func (r *report) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range r.statuses {
 		if st.Info != nil {
 			ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, st.Name, st.Info.GetVersion(), st.Info.GetApiVersion(), st.SHA256)
 		}
-		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, b2f(st.Up), st.Name)
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, b2f(st.Up()), st.Name)
+		ch <- prometheus.MustNewConstMetric(descMisconfigured, prometheus.GaugeValue, b2f(st.Misconfigured()), st.Name)
 		ch <- prometheus.MustNewConstMetric(descSandboxed, prometheus.GaugeValue, b2f(st.Sandboxed), st.Name)
 		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.Restarts), st.Name)
-		if r, ok := m.scraped[st.Name]; ok {
-			ch <- prometheus.MustNewConstMetric(descDuration, prometheus.GaugeValue, r.seconds, st.Name)
-			ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.GaugeValue, b2f(r.success), st.Name)
-			ch <- prometheus.MustNewConstMetric(descSeries, prometheus.GaugeValue, float64(r.series), st.Name)
+		if st.State == supervise.Refused {
+			ch <- prometheus.MustNewConstMetric(descRefused, prometheus.GaugeValue, 1, st.Name)
+		}
+		if res, ok := r.scraped[st.Name]; ok {
+			ch <- prometheus.MustNewConstMetric(descDuration, prometheus.GaugeValue, res.seconds, st.Name)
+			ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.GaugeValue, b2f(res.success), st.Name)
+			ch <- prometheus.MustNewConstMetric(descSeries, prometheus.GaugeValue, float64(res.series), st.Name)
 		}
 	}
-	for _, r := range m.refused {
-		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0, r.Plugin.Name)
-		ch <- prometheus.MustNewConstMetric(descRefused, prometheus.GaugeValue, 1, r.Plugin.Name)
+	for _, ref := range r.refused {
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0, ref.Plugin.Name)
+		ch <- prometheus.MustNewConstMetric(descRefused, prometheus.GaugeValue, 1, ref.Plugin.Name)
 	}
-	for k, v := range m.dropped {
+	for k, v := range r.dropped {
 		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, v, k.Plugin, k.Reason)
 	}
-	for k, v := range m.errors {
+	for k, v := range r.errors {
 		ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, v, k[0], k[1])
 	}
 }

@@ -1,40 +1,39 @@
-// Package supervise runs one plugin process: start through go-plugin,
-// Info and Configure, coalesced Collect calls, crash detection and restart
-// with exponential backoff, and stop (the whole process group).
+// Package supervise runs one plugin: it starts the process
+// (host/internal/launch), asks Info and Configure, serves coalesced Collect
+// calls, and restarts a plugin that crashed or hung, with exponential
+// backoff. Its State says where the plugin is in that life (state.go); a
+// plugin that rejects its settings is Misconfigured and stays stopped until
+// they change, because restarting it would only be rejected again.
 package supervise
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"os/exec"
 	"reflect"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
-	"github.com/hashicorp/go-plugin/runner"
 	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/host/internal/discover"
-	"github.com/plexporter/plexporter/host/internal/pluginlog"
+	"github.com/plexporter/plexporter/host/internal/launch"
+	"github.com/plexporter/plexporter/host/internal/manifest"
 	"github.com/plexporter/plexporter/host/internal/sandbox"
+	"github.com/plexporter/plexporter/internal/batch"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
 
-// Settings for one plugin.
+// Settings for one plugin; host/internal/fleet composes them.
 type Settings struct {
 	Timeout      time.Duration // per Collect
 	StartTimeout time.Duration // process start to handshake, Info and Configure
@@ -49,6 +48,12 @@ type Settings struct {
 	MaxSeries    int
 	// Sandbox confines the plugin (nil: it runs as the host's user, unconfined).
 	Sandbox *sandbox.Spec
+	// Manifest is the plugin's manifest with the config file's overrides;
+	// the plugin's sandbox hints are checked against what it grants.
+	Manifest *manifest.Manifest
+	// ConfigLocation is where the plugin's config section is, for messages.
+	// Equal ignores it: a section moving down a line is no reason to restart.
+	ConfigLocation config.Location
 
 	// Restart policy: the delay starts at MinBackoff, doubles to MaxBackoff,
 	// and resets once a run lasted HealthyAfter.
@@ -84,27 +89,29 @@ func (s Settings) Equal(o Settings) bool {
 		return false
 	}
 	s.Config, o.Config, s.Paths, o.Paths = nil, nil, nil, nil
+	s.ConfigLocation, o.ConfigLocation = config.Location{}, config.Location{}
 	return reflect.DeepEqual(s, o)
 }
 
-// States of a plugin.
-const (
-	StateStarting = "starting"
-	StateRunning  = "running"
-	StateBackoff  = "backoff"
-	StateStopped  = "stopped"
-)
+func (s Settings) launchOptions() launch.Options {
+	return launch.Options{SHA256: s.SHA256, Env: s.Env, LogLevel: s.LogLevel, Sandbox: s.Sandbox, StartTimeout: s.StartTimeout}
+}
 
 // Status is a snapshot for self-metrics, /ready and `plexporter plugins`.
 type Status struct {
 	Name, Path, SHA256 string
-	State, LastError   string
-	Up                 bool
-	Restarts           int
-	Info               *pluginv1.InfoResponse
-	Started            bool // the first start attempt is over (ok or not)
-	Sandboxed          bool
+	State              State
+	// LastError says why the plugin is not running: for Misconfigured the
+	// plugin's own message about its settings.
+	LastError string
+	Restarts  int
+	Info      *pluginv1.InfoResponse
+	Started   bool // the first start attempt is over (ok or not)
+	Sandboxed bool
 }
+
+// Up reports whether the plugin is running and configured.
+func (s Status) Up() bool { return s.State == Running }
 
 // Collection is one Collect's result. Batches received before an error are kept.
 type Collection struct {
@@ -118,30 +125,33 @@ type Collection struct {
 type Supervisor struct {
 	plugin   discover.Plugin
 	settings Settings
-	log      *slog.Logger
+	hostLog  *slog.Logger // untagged, for launch (pluginlog tags the plugin)
+	log      *slog.Logger // tagged plugin=<name>
 
 	mu     sync.Mutex
 	status Status
 	client pluginv1.PluginServiceClient
-	gp     *plugin.Client
-	proc   *processRunner
+	proc   *launch.Process
 
-	timeouts  int // consecutive timed-out collects
-	first     chan struct{}
-	firstOnce sync.Once
-	flight    singleflight.Group
-	cancel    context.CancelFunc
-	done      chan struct{}
+	timeouts    int  // consecutive timed-out collects
+	driftWarned bool // sandbox hints compared with the manifest and found wanting (loop only)
+	first       chan struct{}
+	firstOnce   sync.Once
+	flight      singleflight.Group
+	cancel      context.CancelFunc
+	done        chan struct{}
 }
 
-// New returns a supervisor; Start runs it.
+// New returns a supervisor; Start runs it. log is the host's logger: the
+// supervisor tags its lines with the plugin.
 func New(p discover.Plugin, s Settings, log *slog.Logger) *Supervisor {
 	s = s.withDefaults()
 	return &Supervisor{
 		plugin:   p,
 		settings: s,
+		hostLog:  log,
 		log:      log.With("plugin", p.Name),
-		status:   Status{Name: p.Name, Path: p.Path, State: StateStarting, Sandboxed: s.Sandbox != nil},
+		status:   Status{Name: p.Name, Path: p.Path, State: Starting, Sandboxed: s.Sandbox != nil},
 		first:    make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -160,7 +170,9 @@ func (s *Supervisor) Start() {
 	go s.loop(ctx)
 }
 
-// Stop kills the plugin (its whole process group) and waits for the loop.
+// Stop ends the plugin (its whole process group) and waits for the loop. It
+// is the host's decision, so it is logged at INFO and below, never as a
+// failure.
 func (s *Supervisor) Stop() {
 	s.cancel()
 	<-s.done
@@ -176,12 +188,30 @@ func (s *Supervisor) Status() Status {
 	return s.status
 }
 
+// become moves to the next state; leaving Running forgets the process, so
+// no new Collect reaches it. A transition that allowed does not list is a
+// bug in this file: the loop is the only caller.
+func (s *Supervisor) become(next State, lastErr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.status.State.CanBecome(next) {
+		panic(fmt.Sprintf("supervise: plugin %s: no transition from %s to %s", s.plugin.Name, s.status.State, next))
+	}
+	s.status.State = next
+	if next != Running {
+		s.client, s.proc = nil, nil
+	}
+	if lastErr != "" || next == Running {
+		s.status.LastError = lastErr
+	}
+}
+
 func (s *Supervisor) loop(ctx context.Context) {
 	defer close(s.done)
 	backoff := s.settings.MinBackoff
 	for {
 		began := time.Now()
-		err := s.start(ctx)
+		proc, err := s.start(ctx)
 		s.firstOnce.Do(func() {
 			s.mu.Lock()
 			s.status.Started = true
@@ -191,34 +221,71 @@ func (s *Supervisor) loop(ctx context.Context) {
 		if err == nil {
 			select {
 			case <-ctx.Done():
-				s.kill(StateStopped, "")
+				s.become(Stopped, "")
+				proc.Stop()
 				return
-			case <-s.proc.exited:
-				err = fmt.Errorf("plugin exited: %v", exitText(s.proc.waitErr))
+			case <-proc.Exited():
+				err = fmt.Errorf("plugin exited: %v", exitText(proc.ExitError()))
 			}
 			if time.Since(began) >= s.settings.HealthyAfter {
 				backoff = s.settings.MinBackoff
 			}
 		}
 		if ctx.Err() != nil {
-			s.kill(StateStopped, "")
+			s.become(Stopped, "")
+			return
+		}
+		if final := s.finalState(err); final != Backoff {
+			<-ctx.Done() // until the fleet replaces or stops this supervisor
+			s.become(Stopped, "")
 			return
 		}
 		s.log.Error("plugin down; restarting", "err", err, "backoff", backoff)
-		s.kill(StateBackoff, err.Error())
+		s.become(Backoff, err.Error())
+		if proc != nil {
+			proc.Stop() // what is left of it: children, go-plugin's side
+		}
 		select {
 		case <-ctx.Done():
-			s.kill(StateStopped, "")
+			s.become(Stopped, "")
 			return
 		case <-time.After(backoff):
 		}
 		s.mu.Lock()
 		s.status.Restarts++
-		s.status.State = StateStarting
 		s.mu.Unlock()
+		s.become(Starting, "")
 		backoff = min(backoff*2, s.settings.MaxBackoff)
 	}
 }
+
+// finalState moves a plugin whose start failed in a way no restart can fix
+// to Misconfigured or Refused, logs why once, and returns that state; for
+// every other failure it returns Backoff and changes nothing.
+func (s *Supervisor) finalState(err error) State {
+	var rejected *rejectedError
+	var pin *launch.PinError
+	switch {
+	case errors.As(err, &rejected):
+		s.become(Misconfigured, rejected.message)
+		loc := s.settings.ConfigLocation
+		s.log.Error("plugin rejected its configuration; it stays stopped until its settings change",
+			"err", rejected.message, "file", loc.File, "key", loc.Key, "line", loc.Line)
+		return Misconfigured
+	case errors.As(err, &pin):
+		s.become(Refused, pin.Error())
+		s.log.Error("plugin refused", "path", s.plugin.Path, "reason", pin.Error())
+		return Refused
+	}
+	return Backoff
+}
+
+// rejectedError is a Configure that answered INVALID_ARGUMENT: the plugin
+// cannot work with these settings. message is the plugin's own text,
+// without the gRPC status around it.
+type rejectedError struct{ message string }
+
+func (e *rejectedError) Error() string { return "configuration rejected: " + e.message }
 
 func exitText(err error) string {
 	if err == nil {
@@ -227,146 +294,99 @@ func exitText(err error) string {
 	return err.Error()
 }
 
-// start launches the process and runs Info and Configure.
-func (s *Supervisor) start(ctx context.Context) error {
-	sum, err := FileSHA256(s.plugin.Target)
+// start launches the process and runs Info and Configure; on any failure
+// the process is gone again when it returns.
+func (s *Supervisor) start(ctx context.Context) (*launch.Process, error) {
+	proc, err := launch.Start(s.plugin, s.settings.launchOptions(), s.hostLog)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.mu.Lock()
-	s.status.SHA256 = sum
+	s.status.SHA256 = proc.SHA256
 	s.mu.Unlock()
-	if pin := s.settings.SHA256; pin != "" && !strings.EqualFold(pin, sum) {
-		return fmt.Errorf("refusing %s: sha256 %s does not match the manifest's pin %s", s.plugin.Target, sum, pin)
-	}
-
-	// The plugin gets a clean environment: go-plugin's handshake variables,
-	// PATH, its log level and what its manifest allows, nothing else.
-	env := append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"PLEXPORTER_PLUGIN_LOG_LEVEL=" + s.settings.LogLevel.String()}, s.settings.Env...)
-	var proc *processRunner
-	gp := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  transport.Handshake,
-		VersionedPlugins: transport.PluginSet(nil),
-		// go-plugin hands RunnerFunc an empty command carrying its handshake
-		// environment; we run the plugin binary with it.
-		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
-			cmd, err := s.command(env, spec.Env, socketDir)
-			if err != nil {
-				return nil, err
-			}
-			proc, err = newProcessRunner(cmd)
-			return proc, err
-		},
-		SkipHostEnv:      true,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		StartTimeout:     s.settings.StartTimeout,
-		Logger:           pluginlog.New(s.log, s.settings.LogLevel),
-		Stderr:           io.Discard, // lines are re-logged through Logger
-		SyncStdout:       io.Discard,
-		SyncStderr:       io.Discard,
-	})
-	s.mu.Lock()
-	s.gp = gp
-	s.mu.Unlock()
-	rpc, err := gp.Client()
-	s.mu.Lock()
-	s.proc = proc
-	s.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("start %s: %w", s.plugin.Target, err)
-	}
-	raw, err := rpc.Dispense(transport.PluginName)
-	if err != nil {
-		return fmt.Errorf("dispense: %w", err)
-	}
-	client := raw.(pluginv1.PluginServiceClient)
-
+	client := proc.Client()
 	callCtx, cancel := context.WithTimeout(ctx, s.settings.StartTimeout)
 	defer cancel()
-	info, err := client.Info(callCtx, &pluginv1.InfoRequest{})
+	if err := s.describe(callCtx, client); err != nil {
+		proc.Stop()
+		return nil, err
+	}
+	if err := s.configure(callCtx, client); err != nil {
+		proc.Stop()
+		return nil, err
+	}
+	s.mu.Lock()
+	s.client, s.proc = client, proc
+	s.timeouts = 0
+	s.mu.Unlock()
+	s.become(Running, "")
+	info := s.Status().Info
+	s.log.Info("plugin started", "version", info.GetVersion(), "api_version", info.GetApiVersion(), "pid", proc.PID())
+	return proc, nil
+}
+
+// describe asks Info and checks what the plugin says about itself.
+func (s *Supervisor) describe(ctx context.Context, client pluginv1.PluginServiceClient) error {
+	info, err := client.Info(ctx, &pluginv1.InfoRequest{})
 	if err != nil {
 		return fmt.Errorf("Info: %w", err)
 	}
 	if major, _, _ := strings.Cut(info.GetApiVersion(), "."); major != strings.Split(transport.APIVersion, ".")[0] {
 		return fmt.Errorf("plugin speaks API version %q, the host %s", info.GetApiVersion(), transport.APIVersion)
 	}
+	s.mu.Lock()
+	s.status.Info = info
+	s.mu.Unlock()
 	if info.GetName() != s.plugin.Name {
 		s.log.Warn("plugin reports another name than its file name", "reported", info.GetName())
 	}
-	_, err = client.Configure(callCtx, &pluginv1.ConfigureRequest{
+	s.warnDrift(info.GetSandboxHints())
+	return nil
+}
+
+// warnDrift warns, once per supervisor, when the plugin says it needs what
+// its manifest does not grant: inside the sandbox it would fail there, in
+// ways that are hard to trace back to the manifest.
+func (s *Supervisor) warnDrift(h *pluginv1.SandboxHints) {
+	if s.driftWarned || s.settings.Manifest == nil {
+		return
+	}
+	missing := s.settings.Manifest.Ungranted(h.GetCapabilities(), manifest.Paths{
+		ReadOnly: h.GetReadOnlyPaths(), ReadWrite: h.GetReadWritePaths(), Devices: h.GetDevices(),
+	})
+	if len(missing) == 0 {
+		return
+	}
+	s.driftWarned = true
+	manifestFile := s.plugin.Manifest
+	if manifestFile == "" {
+		manifestFile = "none (write " + s.plugin.Path + ".yaml)"
+	}
+	s.log.Warn("plugin's sandbox hints ask for what its manifest does not grant; in the sandbox it will be denied (grant it in the manifest or plugins."+s.plugin.Name+".manifest, or fix the plugin's hints)",
+		"ungranted", strings.Join(missing, ", "), "manifest", manifestFile)
+}
+
+// configure sends the settings. INVALID_ARGUMENT is the plugin rejecting
+// them (a rejectedError); its warnings are logged, once per start.
+func (s *Supervisor) configure(ctx context.Context, client pluginv1.PluginServiceClient) error {
+	resp, err := client.Configure(ctx, &pluginv1.ConfigureRequest{
 		Config:          s.settings.Config,
 		EnabledMetrics:  s.settings.Enabled,
 		DisabledMetrics: s.settings.Disabled,
 		MetricPrefix:    s.settings.MetricPrefix,
 		Paths:           s.settings.Paths,
 	})
+	if status.Code(err) == codes.InvalidArgument {
+		return &rejectedError{message: status.Convert(err).Message()}
+	}
 	if err != nil {
 		return fmt.Errorf("Configure: %w", err)
 	}
-	s.mu.Lock()
-	s.client = client
-	s.status.Info = info
-	s.status.Up = true
-	s.status.State = StateRunning
-	s.status.LastError = ""
-	s.mu.Unlock()
-	s.log.Info("plugin started", "version", info.GetVersion(), "api_version", info.GetApiVersion(), "pid", proc.ID())
+	loc := s.settings.ConfigLocation
+	for _, w := range resp.GetWarnings() {
+		s.log.Warn("plugin warns about its configuration", "warning", w, "file", loc.File, "key", loc.Key, "line", loc.Line)
+	}
 	return nil
-}
-
-// command builds the plugin's command line: the plugin binary itself, or
-// the host re-executed as the sandbox launcher that confines itself and
-// then execs the plugin.
-func (s *Supervisor) command(env, handshakeEnv []string, socketDir string) (*exec.Cmd, error) {
-	env = append(env, handshakeEnv...)
-	if s.settings.Sandbox == nil {
-		cmd := exec.Command(s.plugin.Target)
-		cmd.Args[0] = s.plugin.Path // the name it was installed under
-		cmd.Env = env
-		return cmd, nil
-	}
-	spec := *s.settings.Sandbox
-	spec.SocketDir = socketDir
-	// go-plugin made the socket directory for the host's user; the plugin
-	// creates its socket there, the host (root) can still connect.
-	if err := os.Chown(socketDir, spec.UID, spec.GID); err != nil {
-		return nil, fmt.Errorf("socket directory: %w", err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the host binary for the sandbox launcher: %w", err)
-	}
-	encoded, err := spec.Encode()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(self, sandbox.LaunchArg)
-	cmd.Env = append(env, encoded)
-	return cmd, nil
-}
-
-// kill stops the process group and records the new state.
-func (s *Supervisor) kill(state, lastErr string) {
-	s.mu.Lock()
-	gp, proc := s.gp, s.proc
-	s.client, s.gp = nil, nil
-	s.status.Up = false
-	s.status.State = state
-	if lastErr != "" {
-		s.status.LastError = lastErr
-	}
-	s.mu.Unlock()
-	// Graceful first: go-plugin closes the connection, the SDK calls the
-	// plugin's Close and exits; after 2 s go-plugin kills it. Then the
-	// group kill makes sure no child the plugin started survives either way.
-	if gp != nil {
-		gp.Kill()
-	}
-	if proc != nil {
-		_ = proc.Kill(context.Background())
-	}
 }
 
 var errNotRunning = errors.New("plugin is not running")
@@ -402,29 +422,14 @@ func (s *Supervisor) collect(client pluginv1.PluginServiceClient) *Collection {
 	ctx, cancel := context.WithTimeout(context.Background(), s.settings.Timeout)
 	defer cancel()
 	res := &Collection{}
-	defer func() {
-		res.Duration = time.Since(began)
-		s.noteTimeout(res.Err != nil && (ctx.Err() != nil || status.Code(res.Err) == codes.DeadlineExceeded))
-	}()
 	stream, err := client.Collect(ctx, &pluginv1.CollectRequest{})
-	if err != nil {
-		res.Err = err
-		return res
+	if err == nil {
+		res.Batches, res.Errors, err = batch.Drain(stream)
 	}
-	for {
-		msg, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return res
-		}
-		if err != nil {
-			res.Err = err
-			return res
-		}
-		if msg.Batch != nil {
-			res.Batches = append(res.Batches, msg.Batch)
-		}
-		res.Errors = append(res.Errors, msg.Errors...)
-	}
+	res.Err = err
+	res.Duration = time.Since(began)
+	s.noteTimeout(err != nil && (ctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded))
+	return res
 }
 
 // noteTimeout counts consecutive timed-out collects and kills a plugin
@@ -444,20 +449,6 @@ func (s *Supervisor) noteTimeout(timedOut bool) {
 	s.mu.Unlock()
 	if n >= hungAfter && proc != nil {
 		s.log.Error("plugin timed out on consecutive collects; restarting it", "timeouts", n, "timeout", s.settings.Timeout)
-		_ = proc.Kill(context.Background())
+		proc.Kill()
 	}
-}
-
-// FileSHA256 returns the hex SHA-256 of a file.
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,22 +18,28 @@ import (
 )
 
 type config struct {
-	Family        string `json:"family"`          // family of the normal series (default chaos_value)
-	Series        int    `json:"series"`          // normal gauge series
-	Histograms    int    `json:"histograms"`      // 10-bucket histogram series
-	Duplicates    int    `json:"duplicates"`      // series repeated
-	InvalidNames  bool   `json:"invalid_names"`   // a family with an invalid name and one with a bad label name
-	TypeConflict  bool   `json:"type_conflict"`   // emit shared_family as a counter (others emit a gauge)
-	SharedFamily  bool   `json:"shared_family"`   // emit shared_family as a gauge
-	HugeLabels    bool   `json:"huge_labels"`     // a 1 MiB label value
-	Sleep         string `json:"sleep"`           // sleep this long in Collect (honouring the deadline)
-	IgnoreCtx     bool   `json:"ignore_deadline"` // sleep without looking at the deadline
-	Panic         bool   `json:"panic"`           // panic in Collect
-	ExitMidStream bool   `json:"exit_mid_stream"` // exit the process after the first batch
-	SpawnChild    bool   `json:"spawn_child"`     // start a child that ignores SIGTERM
-	PIDFile       string `json:"pid_file"`        // write "pid childpid" here at Configure
-	CloseFile     string `json:"close_file"`      // write "closed" here when the SDK calls Close
+	Family        string   `json:"family"`          // family of the normal series (default chaos_value)
+	Series        int      `json:"series"`          // normal gauge series
+	Histograms    int      `json:"histograms"`      // 10-bucket histogram series
+	Duplicates    int      `json:"duplicates"`      // series repeated
+	InvalidNames  bool     `json:"invalid_names"`   // a family with an invalid name and one with a bad label name
+	TypeConflict  bool     `json:"type_conflict"`   // emit shared_family as a counter (others emit a gauge)
+	SharedFamily  bool     `json:"shared_family"`   // emit shared_family as a gauge
+	HugeLabels    bool     `json:"huge_labels"`     // a 1 MiB label value
+	Sleep         string   `json:"sleep"`           // sleep this long in Collect (honouring the deadline)
+	IgnoreCtx     bool     `json:"ignore_deadline"` // sleep without looking at the deadline
+	Panic         bool     `json:"panic"`           // panic in Collect
+	ExitMidStream bool     `json:"exit_mid_stream"` // exit the process after the first batch
+	SpawnChild    bool     `json:"spawn_child"`     // start a child that ignores SIGTERM
+	PIDFile       string   `json:"pid_file"`        // write "pid childpid" here at Configure
+	CloseFile     string   `json:"close_file"`      // write "closed" here when the SDK calls Close
+	Warnings      []string `json:"warnings"`        // remarks for the host, through sdk.Config.Warn
+	LogAs         string   `json:"log_as"`          // log a line at Configure that claims plugin=<this>
 }
+
+// hintsEnv holds sandbox hints (JSON of sdk.SandboxHints) for Info, which
+// must not depend on the config; a manifest's env list lets it through.
+const hintsEnv = "CHAOS_SANDBOX_HINTS"
 
 type chaos struct {
 	name     string
@@ -55,12 +62,24 @@ var (
 )
 
 func (c *chaos) Info() sdk.Info {
-	return sdk.Info{Name: c.name, Version: "0.0.1-test", Metrics: []*sdk.Desc{shared}}
+	info := sdk.Info{Name: c.name, Version: "0.0.1-test", Metrics: []*sdk.Desc{shared}}
+	if h := os.Getenv(hintsEnv); h != "" {
+		if err := json.Unmarshal([]byte(h), &info.Sandbox); err != nil {
+			sdk.Logger().Error("bad "+hintsEnv, "err", err)
+		}
+	}
+	return info
 }
 
 func (c *chaos) Configure(_ context.Context, cfg sdk.Config) error {
 	if err := cfg.Decode(&c.cfg); err != nil {
 		return err
+	}
+	for _, w := range c.cfg.Warnings {
+		cfg.Warn("%s", w)
+	}
+	if c.cfg.LogAs != "" {
+		sdk.Logger().Info("chaos: posing as another plugin", "plugin", c.cfg.LogAs)
 	}
 	fam := c.cfg.Family
 	if fam == "" {

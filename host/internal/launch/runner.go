@@ -1,4 +1,4 @@
-package supervise
+package launch
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hashicorp/go-plugin/runner"
@@ -17,27 +18,40 @@ import (
 	"github.com/plexporter/plexporter/sdk/transport"
 )
 
+// lifelineFD is where the plugin finds the read end of the lifeline pipe:
+// the first of exec.Cmd.ExtraFiles is fd 3 in the child. environment tells
+// the plugin through transport.LifelineEnv.
+const lifelineFD = 3
+
 // processRunner is go-plugin's runner for a plugin process, with the three
 // things the stock runner lacks:
 //   - the plugin leads its own process group, and Kill takes the whole group,
 //     so children a plugin spawned die with it;
-//   - a lifeline pipe (fd 3) whose write end only the host holds: when the
-//     host dies, however it dies, the plugin reads EOF and exits (sdk does it);
-//   - Pdeathsig (SIGTERM), set from one OS thread that lives as long as the host, since
-//     the kernel delivers it when the *thread* that forked the child exits.
+//   - a lifeline pipe (lifelineFD) whose write end only the host holds: when
+//     the host dies, however it dies, the plugin reads EOF and exits (the SDK
+//     does it);
+//   - the parent-death signal, set from one OS thread that lives as long as
+//     the host (see onSpawnThread).
+//
+// It also tells go-plugin whether an exit was the host's doing: Wait reports
+// a stop the host asked for as clean, so go-plugin logs it at INFO, and only
+// a plugin that died on its own is logged as an error.
 type processRunner struct {
 	cmd            *exec.Cmd
+	name           string // the plugin's path, which go-plugin logs
 	stdout, stderr io.ReadCloser
 	lifeline       *os.File // host's write end
 	exited         chan struct{}
 	waitOnce       sync.Once
-	waitErr        error
+	exitErr        error // the process's own exit status
+	expected       atomic.Bool
+	closeLifeline  sync.Once
 }
 
 var _ runner.Runner = (*processRunner)(nil)
 
-func newProcessRunner(cmd *exec.Cmd) (*processRunner, error) {
-	r := &processRunner{cmd: cmd, exited: make(chan struct{})}
+func newProcessRunner(cmd *exec.Cmd, name string) (*processRunner, error) {
+	r := &processRunner{cmd: cmd, name: name, exited: make(chan struct{})}
 	var err error
 	if r.stdout, err = cmd.StdoutPipe(); err != nil {
 		return nil, err
@@ -53,11 +67,8 @@ func (r *processRunner) Start(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("lifeline pipe: %w", err)
 	}
-	r.cmd.ExtraFiles = []*os.File{pr} // fd 3 in the child
-	r.cmd.Env = append(r.cmd.Env, transport.LifelineEnv+"=3")
-	// SIGTERM rather than SIGKILL: an SDK plugin answers it by killing its
-	// whole process group, which a SIGKILL would not give it the chance to.
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	r.cmd.ExtraFiles = []*os.File{pr} // lifelineFD in the child
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: transport.ParentDeathSignal}
 	err = onSpawnThread(r.cmd.Start)
 	pr.Close()
 	if err != nil {
@@ -68,23 +79,36 @@ func (r *processRunner) Start(context.Context) error {
 	return nil
 }
 
+// Wait waits for the process. Its error is what go-plugin logs: nil for an
+// exit the host asked for (the process's own status is in exitErr).
 func (r *processRunner) Wait(context.Context) error {
 	r.waitOnce.Do(func() {
-		r.waitErr = r.cmd.Wait()
+		r.exitErr = r.cmd.Wait()
 		close(r.exited)
 	})
 	<-r.exited
-	return r.waitErr
+	if r.expected.Load() {
+		return nil
+	}
+	return r.exitErr
 }
 
-// Kill ends the plugin's whole process group.
+// expectExit records that the host is about to end the process.
+func (r *processRunner) expectExit() { r.expected.Store(true) }
+
+// Kill ends the plugin's whole process group. go-plugin calls it too, only
+// when the host stops the plugin or its start failed: either way the exit
+// is the host's doing.
 func (r *processRunner) Kill(context.Context) error {
+	r.expectExit()
 	if r.cmd.Process == nil {
 		return nil
 	}
-	if r.lifeline != nil {
-		r.lifeline.Close()
-	}
+	r.closeLifeline.Do(func() {
+		if r.lifeline != nil {
+			r.lifeline.Close()
+		}
+	})
 	err := syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
 	if err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
@@ -94,16 +118,23 @@ func (r *processRunner) Kill(context.Context) error {
 
 func (r *processRunner) Stdout() io.ReadCloser { return r.stdout }
 func (r *processRunner) Stderr() io.ReadCloser { return r.stderr }
-func (r *processRunner) Name() string          { return r.cmd.Path }
+func (r *processRunner) Name() string          { return r.name }
 func (r *processRunner) Diagnose(context.Context) string {
 	return "check that the file is a plexporter plugin built for this architecture"
 }
 
 func (r *processRunner) ID() string {
-	if r.cmd.Process == nil {
-		return ""
+	if p := r.pid(); p != 0 {
+		return strconv.Itoa(p)
 	}
-	return strconv.Itoa(r.cmd.Process.Pid)
+	return ""
+}
+
+func (r *processRunner) pid() int {
+	if r == nil || r.cmd.Process == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
 }
 
 func (r *processRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
@@ -115,7 +146,10 @@ var (
 )
 
 // onSpawnThread runs fn on a goroutine locked to an OS thread that never
-// exits, so Pdeathsig of the children it forks fires only when the host dies.
+// exits. The kernel sends the parent-death signal when the *thread* that
+// forked the child exits, and the Go runtime retires threads at will: forking
+// every plugin from one thread that lives as long as the host makes the
+// signal mean "the host died".
 func onSpawnThread(fn func() error) error {
 	spawnOnce.Do(func() {
 		spawnCh = make(chan func())

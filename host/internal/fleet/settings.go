@@ -1,0 +1,63 @@
+package fleet
+
+import (
+	"github.com/plexporter/plexporter/host/internal/config"
+	"github.com/plexporter/plexporter/host/internal/discover"
+	"github.com/plexporter/plexporter/host/internal/manifest"
+	"github.com/plexporter/plexporter/host/internal/sandbox"
+	"github.com/plexporter/plexporter/host/internal/supervise"
+)
+
+// compose is the one place a plugin's settings are made: the host's
+// defaults (flags), overridden by the plugin's section of the config file,
+// with what its manifest (the file beside the binary, merged with the config
+// file's manifest override) says about the checksum pin and the
+// environment. environ looks up the host's environment (os.LookupEnv).
+//
+// It does no I/O, so its unit test covers every rule; reading the manifest
+// before it and confining the plugin after it (confine) are separate steps.
+func compose(defaults supervise.Settings, pc config.Plugin, loc config.Location, m *manifest.Manifest, environ func(string) (string, bool)) (supervise.Settings, error) {
+	s := defaults
+	m = manifest.Merge(m, pc.Manifest)
+	s.Manifest = m
+	s.ConfigLocation = loc
+	if pc.Timeout > 0 {
+		s.Timeout = pc.Timeout
+	}
+	if pc.MaxSeries > 0 {
+		s.MaxSeries = pc.MaxSeries
+	}
+	s.MetricPrefix = pc.MetricPrefix
+	var err error
+	if s.Config, err = pc.Struct(); err != nil {
+		return s, err
+	}
+	s.SHA256 = m.SHA256
+	s.Env = nil
+	for _, name := range m.Env {
+		if v, ok := environ(name); ok {
+			s.Env = append(s.Env, name+"="+v)
+		}
+	}
+	return s, nil
+}
+
+// confine adds the sandbox to settings composed for p, or refuses the plugin
+// (an error) when its manifest cannot be honoured here. It asks the system
+// (file modes, users, capabilities, Landlock), which compose does not.
+func (f *Fleet) confine(p discover.Plugin, s supervise.Settings) (supervise.Settings, []string, error) {
+	if !f.opts.Sandbox {
+		return s, nil, nil
+	}
+	if !f.opts.InsecurePermissions {
+		if err := sandbox.CheckPermissions(p.Path, p.Target); err != nil {
+			return s, nil, err
+		}
+	}
+	spec, warnings, err := sandbox.Resolve(s.Manifest, p.Target, p.Path, sandbox.Host{AllowRoot: f.opts.AllowRoot})
+	if err != nil {
+		return s, warnings, err
+	}
+	s.Sandbox = spec
+	return s, warnings, nil
+}

@@ -1,0 +1,225 @@
+// Package launch starts one plugin process and connects to it: it checks
+// the binary against its manifest's sha256 pin, builds the plugin's whole
+// environment and its command line (the binary itself, or the host
+// re-executed as the sandbox launcher), hands go-plugin's socket directory
+// to the plugin's user, and runs the process through a go-plugin runner that
+// ties the plugin's life to the host's (process group, lifeline pipe,
+// parent-death signal).
+//
+// Everything about *how* a plugin process comes to exist is here; what the
+// host then asks it (Info, Configure, Collect) and when it restarts it is
+// host/internal/supervise.
+package launch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/plexporter/plexporter/host/internal/discover"
+	"github.com/plexporter/plexporter/host/internal/pluginlog"
+	"github.com/plexporter/plexporter/host/internal/sandbox"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk/transport"
+)
+
+// Options say how to start a plugin.
+type Options struct {
+	// SHA256 is the manifest's pin ("" for none): the binary is hashed once
+	// per start, just before it is run, and refused if it differs.
+	SHA256 string
+	// Env holds the NAME=value pairs the manifest lets through from the
+	// host's environment.
+	Env []string
+	// LogLevel is the host's; the plugin does not format lines below it.
+	LogLevel hclog.Level
+	// Sandbox confines the plugin; nil runs it as the host's user, unconfined.
+	Sandbox *sandbox.Spec
+	// StartTimeout bounds process start and go-plugin's handshake.
+	StartTimeout time.Duration
+}
+
+// PinError is Start's answer for a binary that is not the one its manifest
+// pins. Restarting does not help: only another binary or another pin does.
+type PinError struct {
+	Path, SHA256, Pin string
+}
+
+func (e *PinError) Error() string {
+	return fmt.Sprintf("sha256 of %s is %s, the manifest pins %s: refusing a binary that is not the one pinned (install the pinned build or update the manifest's sha256)", e.Path, e.SHA256, e.Pin)
+}
+
+// Process is a started plugin, handshake done.
+type Process struct {
+	// SHA256 of the binary that was started.
+	SHA256 string
+	client pluginv1.PluginServiceClient
+	gp     *plugin.Client
+	run    *processRunner
+}
+
+// Start hashes and checks the binary, starts it and completes go-plugin's
+// handshake. log is the host's logger, not tagged with the plugin: every
+// line about the process, go-plugin's and the plugin's own, is tagged
+// plugin=<name> once, by pluginlog.
+func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
+	sum, err := FileSHA256(p.Target)
+	if err != nil {
+		return nil, err
+	}
+	if o.SHA256 != "" && !strings.EqualFold(o.SHA256, sum) {
+		return nil, &PinError{Path: p.Target, SHA256: sum, Pin: o.SHA256}
+	}
+	var run *processRunner
+	gp := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  transport.Handshake,
+		VersionedPlugins: transport.PluginSet(nil),
+		// go-plugin hands RunnerFunc an empty command that carries only its
+		// handshake environment (SkipHostEnv), and a socket directory it made.
+		RunnerFunc: func(_ hclog.Logger, handshake *exec.Cmd, socketDir string) (runner.Runner, error) {
+			cmd, err := command(p, o, environment(o, handshake.Env), socketDir)
+			if err != nil {
+				return nil, err
+			}
+			run, err = newProcessRunner(cmd, p.Path)
+			return run, err
+		},
+		SkipHostEnv:      true,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		StartTimeout:     o.StartTimeout,
+		Logger:           pluginlog.New(log, p.Name, p.Path, o.LogLevel),
+		Stderr:           io.Discard, // lines are re-logged through Logger
+		SyncStdout:       io.Discard,
+		SyncStderr:       io.Discard,
+	})
+	proc := &Process{SHA256: sum, gp: gp}
+	rpc, err := gp.Client()
+	proc.run = run
+	if err != nil {
+		proc.Stop()
+		return nil, fmt.Errorf("start %s: %w", p.Target, err)
+	}
+	raw, err := rpc.Dispense(transport.PluginName)
+	if err != nil {
+		proc.Stop()
+		return nil, fmt.Errorf("dispense: %w", err)
+	}
+	proc.client = raw.(pluginv1.PluginServiceClient)
+	return proc, nil
+}
+
+// Client is the plugin's gRPC service.
+func (p *Process) Client() pluginv1.PluginServiceClient { return p.client }
+
+// PID of the plugin (of the sandbox launcher that became it).
+func (p *Process) PID() int { return p.run.pid() }
+
+// Exited is closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.run.exited }
+
+// ExitError is the process's exit status once Exited is closed (nil for 0).
+func (p *Process) ExitError() error { return p.run.exitErr }
+
+// Stop ends a plugin the host no longer wants: go-plugin closes the
+// connection, the SDK calls the plugin's Close and exits, and after 2 s at
+// most the whole process group is killed, so no child of the plugin
+// survives either way. The exit is logged as the host's doing, not as a
+// failure. Stop is safe after the process exited, and more than once.
+func (p *Process) Stop() {
+	if p.run != nil {
+		p.run.expectExit()
+	}
+	p.gp.Kill()
+	if p.run != nil {
+		_ = p.run.Kill(context.Background())
+	}
+}
+
+// Kill ends the plugin's process group now, without the graceful part (a
+// plugin whose collect is stuck would not answer it).
+func (p *Process) Kill() {
+	if p.run != nil {
+		_ = p.run.Kill(context.Background())
+	}
+}
+
+// searchPath is the plugin's PATH: the host's own is not passed on.
+const searchPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// environment is the plugin's whole environment. Nothing of the host's own
+// reaches the plugin except what its manifest lets through (o.Env); later
+// entries win, so the host's own variables come after the manifest's, and
+// go-plugin's handshake last.
+func environment(o Options, handshake []string) []string {
+	env := []string{"PATH=" + searchPath}
+	env = append(env, o.Env...)
+	env = append(env,
+		transport.LogLevelEnv+"="+o.LogLevel.String(),
+		transport.LifelineEnv+"="+strconv.Itoa(lifelineFD),
+	)
+	if o.Sandbox != nil && o.Sandbox.MemoryBytes > 0 {
+		// Without a cgroup the limit is an rlimit on writable mappings,
+		// which a Go runtime hits as a fatal error; GOMEMLIMIT makes a Go
+		// plugin collect garbage before that.
+		env = append(env, "GOMEMLIMIT="+strconv.FormatInt(o.Sandbox.MemoryBytes, 10))
+	}
+	return append(env, handshake...)
+}
+
+// command is the plugin's command line: the plugin binary itself, or the
+// host re-executed as the sandbox launcher, which confines itself and then
+// execs the plugin with the same environment.
+func command(p discover.Plugin, o Options, env []string, socketDir string) (*exec.Cmd, error) {
+	if o.Sandbox == nil {
+		cmd := exec.Command(p.Target)
+		cmd.Args[0] = p.Path // the name it was installed under
+		cmd.Env = env
+		return cmd, nil
+	}
+	spec := *o.Sandbox
+	spec.SocketDir = socketDir
+	// go-plugin made the socket directory for the host's user (mode 0700);
+	// the plugin creates its socket there as its own user, and the host
+	// (root) can still connect to it.
+	if err := os.Chown(socketDir, spec.UID, spec.GID); err != nil {
+		return nil, fmt.Errorf("hand the socket directory to uid %d: %w", spec.UID, err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the host binary for the sandbox launcher: %w", err)
+	}
+	args, err := spec.LauncherArgs()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = env
+	return cmd, nil
+}
+
+// FileSHA256 returns the hex SHA-256 of a file.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
