@@ -1,25 +1,77 @@
 package main
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/plexporter/plexporter/sdk"
 )
 
-var (
-	descDriverStat      = sdk.NewDesc("ethtool_driver_stat_total", sdk.Counter, "A driver statistic as `ethtool -S` prints it (driver_stats: true). Most are counters; a few driver gauges are exported here too, see README.", "netdev", "stat")
-	descDriverQueueStat = sdk.NewDesc("ethtool_driver_queue_stat_total", sdk.Counter, "A per-queue (or per-channel) driver statistic; stat is the name without its queue index, queue the index.", "netdev", "queue", "stat")
-	descDriverCapped    = sdk.NewDesc("ethtool_driver_stats_capped_total", sdk.Counter, "Scrapes in which a netdev's driver statistics hit max_driver_stats_per_netdev and the rest were dropped.", "netdev")
-	descDriverDropped   = sdk.NewDesc("ethtool_driver_stats_dropped", sdk.Gauge, "Driver statistics dropped by max_driver_stats_per_netdev in the last scrape.", "netdev")
-	descScrapeErrors    = sdk.NewDesc("ethtool_scrape_errors_total", sdk.Counter, "Failed reads per source (driver_stats, standard_stats, netdevs) since the plugin started.", "source")
+// driverStats is one netdev's `ethtool -S` table: names and values in the
+// driver's order. Names may repeat for some drivers; consumers keep the first.
+type driverStats struct {
+	Driver string
+	Names  []string
+	Values []uint64
+}
 
-	driverDescs = []*sdk.Desc{descDriverStat, descDriverQueueStat, descDriverCapped, descDriverDropped}
-)
+// statsSource reads driver statistics of a netdev. The ioctl source
+// (ioctl_linux.go) implements it on a host; tests feed fixtures through the
+// same interface.
+type statsSource interface {
+	DriverStats(ctx context.Context, netdev string) (*driverStats, error)
+}
+
+// errNoStats means the netdev has no driver statistics (EOPNOTSUPP, or a
+// count of zero, as for bridges): that is "no series", not a failure.
+var errNoStats = errors.New("no driver statistics")
+
+// ethGStringLen is ETH_GSTRING_LEN: every name in a string table is a
+// NUL-padded 32-byte slot.
+const ethGStringLen = 32
+
+// decodeGStrings decodes a struct ethtool_gstrings buffer (u32 cmd, u32
+// string_set, u32 len, len × 32-byte names) as the kernel fills it.
+func decodeGStrings(buf []byte) ([]string, error) {
+	if len(buf) < 12 {
+		return nil, fmt.Errorf("string table: %d bytes, shorter than its 12-byte header", len(buf))
+	}
+	n := binary.NativeEndian.Uint32(buf[8:12])
+	if uint64(n)*ethGStringLen > uint64(len(buf)-12) {
+		return nil, fmt.Errorf("string table: header says %d names but the buffer holds %d", n, (len(buf)-12)/ethGStringLen)
+	}
+	names := make([]string, n)
+	for i := range names {
+		slot := buf[12+i*ethGStringLen : 12+(i+1)*ethGStringLen]
+		end := 0
+		for end < len(slot) && slot[end] != 0 {
+			end++
+		}
+		names[i] = string(slot[:end])
+	}
+	return names, nil
+}
+
+// decodeGStats decodes a struct ethtool_stats buffer (u32 cmd, u32 n_stats,
+// n_stats × u64).
+func decodeGStats(buf []byte) ([]uint64, error) {
+	if len(buf) < 8 {
+		return nil, fmt.Errorf("stats: %d bytes, shorter than the 8-byte header", len(buf))
+	}
+	n := binary.NativeEndian.Uint32(buf[4:8])
+	if uint64(n)*8 > uint64(len(buf)-8) {
+		return nil, fmt.Errorf("stats: header says %d values but the buffer holds %d", n, (len(buf)-8)/8)
+	}
+	vals := make([]uint64, n)
+	for i := range vals {
+		vals[i] = binary.NativeEndian.Uint64(buf[8+i*8:])
+	}
+	return vals, nil
+}
 
 // Per-queue name shapes, driver-neutral where the shape is unambiguous.
 // The result label `stat` keeps the direction so it lines up with the totals.
@@ -63,8 +115,8 @@ func splitQueue(name string) (queue, stat string, ok bool) {
 }
 
 // emitDriverStats writes one netdev's driver statistics through the filter
-// and the per-netdev cap. It returns how many were dropped by the cap.
-func (p *plugin) emitDriverStats(w *sdk.Writer, netdev string, st *driverStats) int {
+// and the per-netdev cap of c. It returns how many were dropped by the cap.
+func emitDriverStats(w *sdk.Writer, c *config, netdev string, st *driverStats) int {
 	seen := make(map[string]bool, len(st.Names))
 	written, dropped := 0, 0
 	for i, name := range st.Names {
@@ -72,13 +124,13 @@ func (p *plugin) emitDriverStats(w *sdk.Writer, netdev string, st *driverStats) 
 			continue
 		}
 		seen[name] = true
-		if p.statInclude != nil && !p.statInclude.MatchString(name) {
+		if c.statInclude != nil && !c.statInclude.MatchString(name) {
 			continue
 		}
-		if p.statExclude != nil && p.statExclude.MatchString(name) {
+		if c.statExclude != nil && c.statExclude.MatchString(name) {
 			continue
 		}
-		if written >= p.cfg.MaxDriverStatsPerNetdev {
+		if written >= c.MaxDriverStatsPerNetdev {
 			dropped++
 			continue
 		}
@@ -91,35 +143,4 @@ func (p *plugin) emitDriverStats(w *sdk.Writer, netdev string, st *driverStats) 
 		}
 	}
 	return dropped
-}
-
-// listNetdevs returns the netdevs of class/net selected by the include and
-// exclude regexes and, with require_device, only those with a `device`
-// link (hardware NICs and VFs; not lo, veth, bridges, bonds, tunnels).
-func (p *plugin) listNetdevs() ([]string, error) {
-	dir := filepath.Join(p.paths.Sysfs, "class", "net")
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil // no network class at all: no netdevs
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range entries {
-		n := e.Name()
-		if p.include != nil && !p.include.MatchString(n) {
-			continue
-		}
-		if p.exclude != nil && p.exclude.MatchString(n) {
-			continue
-		}
-		if *p.cfg.RequireDevice {
-			if _, err := os.Lstat(filepath.Join(dir, n, "device")); err != nil {
-				continue
-			}
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }

@@ -7,57 +7,6 @@ import (
 	"github.com/plexporter/plexporter/sdk"
 )
 
-// Families compatible with rdma_exporter's ethtool families: same names,
-// types and label sets, so its dashboards and alerts keep working. The
-// mlx5 statistic name each one is read from is in the help text and in
-// README.md; other drivers contribute whichever of these names they print.
-var (
-	lPFC  = []string{"device", "port", "netdev", "direction", "priority"}
-	lPrio = []string{"device", "port", "netdev", "priority"}
-	lPort = []string{"device", "port", "netdev"}
-
-	descPFCFrames      = sdk.NewDesc("rdma_roce_pfc_pause_frames_total", sdk.Counter, "PFC pause frames per priority (ethtool {rx,tx}_prio<p>_pause). direction=rx: the peer paused this port; direction=tx: this port paused the peer.", lPFC...)
-	descPFCDuration    = sdk.NewDesc("rdma_roce_pfc_pause_duration_total", sdk.Counter, "PFC pause time per priority in microseconds (ethtool {rx,tx}_prio<p>_pause_duration). rate()/1e6 is the paused fraction of time.", lPFC...)
-	descPFCTransitions = sdk.NewDesc("rdma_roce_pfc_pause_transitions_total", sdk.Counter, "PFC not-paused to paused transitions per priority (ethtool rx_prio<p>_pause_transition; mlx5 counts receive only).", lPFC...)
-	descPFCErrors      = sdk.NewDesc("rdma_roce_pfc_scrape_errors_total", sdk.Counter, "Failed reads of ethtool statistics for the PFC families since the plugin started.")
-
-	descPrioBufDiscard  = sdk.NewDesc("rdma_netdev_prio_buf_discard_total", sdk.Counter, "Packets of a priority dropped because the per-host receive buffer was exhausted (ethtool rx_prio<p>_buf_discard).", lPrio...)
-	descPrioCongDiscard = sdk.NewDesc("rdma_netdev_prio_cong_discard_total", sdk.Counter, "Packets of a priority dropped by congestion handling (ethtool rx_prio<p>_cong_discard).", lPrio...)
-	descPrioDiscards    = sdk.NewDesc("rdma_netdev_prio_discards_total", sdk.Counter, "Packets of a priority dropped for lack of receive buffer (ethtool rx_prio<p>_discards).", lPrio...)
-	descPrioECNMarked   = sdk.NewDesc("rdma_netdev_prio_ecn_marked_total", sdk.Counter, "Packets of a priority ECN-marked by the device because the host side was congested (ethtool rx_prio<p>_marked).", lPrio...)
-	descDevOOB          = sdk.NewDesc("rdma_netdev_dev_out_of_buffer_total", sdk.Counter, "Drops on device-internal receive queues lacking buffers (ethtool dev_internal_queue_oob, formerly dev_out_of_buffer). Not the RDMA QP counter out_of_buffer.", lPort...)
-	descRxOOB           = sdk.NewDesc("rdma_netdev_rx_out_of_buffer_total", sdk.Counter, "Packets dropped because a receive queue had no posted buffer (ethtool rx_out_of_buffer). Not the RDMA QP counter out_of_buffer.", lPort...)
-	descRxDiscardsPhy   = sdk.NewDesc("rdma_netdev_rx_discards_phy_total", sdk.Counter, "Packets the physical port dropped for lack of buffer (ethtool rx_discards_phy).", lPort...)
-
-	descPCIeStalledPct  = sdk.NewDesc("rdma_pcie_outbound_stalled_percent", sdk.Gauge, "Percent (0-100) of the last second that outbound PCIe reads (op=rd) or writes (op=wr) waited for credits (ethtool outbound_pci_stalled_{rd,wr}); sampled at scrape time.", "device", "port", "netdev", "op")
-	descPCIeStalledSecs = sdk.NewDesc("rdma_pcie_outbound_stalled_seconds_total", sdk.Counter, "Seconds in which the outbound PCIe stall exceeded 30 percent (ethtool outbound_pci_stalled_{rd,wr}_events).", "device", "port", "netdev", "op")
-	descPCIeOverflow    = sdk.NewDesc("rdma_pcie_outbound_buffer_overflow_total", sdk.Counter, "Packets dropped because the PCIe outbound buffer overflowed (ethtool outbound_pci_buffer_overflow).", lPort...)
-	descPCIeSignal      = sdk.NewDesc("rdma_pcie_signal_integrity_total", sdk.Counter, "PCIe physical-layer errors (ethtool {rx,tx}_pci_signal_integrity).", "device", "port", "netdev", "direction")
-
-	descPhyCorrected = sdk.NewDesc("rdma_phy_rx_corrected_bits_total", sdk.Counter, "Bits corrected by FEC at the physical port (ethtool rx_corrected_bits_phy).", lPort...)
-	descPhyPCSSymErr = sdk.NewDesc("rdma_phy_rx_pcs_symbol_err_total", sdk.Counter, "PCS symbol errors FEC could not correct (ethtool rx_pcs_symbol_err_phy).", lPort...)
-	descPhyRxBits    = sdk.NewDesc("rdma_phy_rx_bits_total", sdk.Counter, "Bits received at the physical port, the denominator of a bit error ratio (ethtool rx_bits_phy).", lPort...)
-	descPhyErrLane   = sdk.NewDesc("rdma_phy_rx_err_lane_total", sdk.Counter, "Corrected bits per SerDes lane (ethtool rx_err_lane_<l>_phy).", "device", "port", "netdev", "lane")
-	descPhyCRC       = sdk.NewDesc("rdma_phy_rx_crc_errors_total", sdk.Counter, "Frames with a bad FCS at the physical port (ethtool rx_crc_errors_phy).", lPort...)
-	descPhyLinkDown  = sdk.NewDesc("rdma_phy_link_down_events_total", sdk.Counter, "Physical link-down transitions (ethtool link_down_events_phy).", lPort...)
-
-	descGlobalPauseFrames = sdk.NewDesc("rdma_netdev_global_pause_frames_total", sdk.Counter, "IEEE 802.3x (link-level) pause frames (ethtool {rx,tx}_global_pause); present only when global pause is on.", "device", "port", "netdev", "direction")
-	descGlobalPauseDur    = sdk.NewDesc("rdma_netdev_global_pause_duration_total", sdk.Counter, "IEEE 802.3x pause time in microseconds (ethtool {rx,tx}_global_pause_duration).", "device", "port", "netdev", "direction")
-	descGlobalPauseTrans  = sdk.NewDesc("rdma_netdev_global_pause_transitions_total", sdk.Counter, "IEEE 802.3x not-paused to paused transitions (ethtool rx_global_pause_transition; receive only).", lPort...)
-	descPauseStorm        = sdk.NewDesc("rdma_netdev_pause_storm_events_total", sdk.Counter, "Pause-storm watchdog events (ethtool tx_pause_storm_{warning,error}_events); severity=error means the device stopped honouring pause.", "device", "port", "netdev", "severity")
-	descVPortBytes        = sdk.NewDesc("rdma_netdev_vport_rdma_bytes_total", sdk.Counter, "RDMA bytes of this function's vport (ethtool {rx,tx}_vport_rdma_{unicast,multicast}_bytes).", "device", "port", "netdev", "direction", "traffic")
-	descVPortPackets      = sdk.NewDesc("rdma_netdev_vport_rdma_packets_total", sdk.Counter, "RDMA packets of this function's vport (ethtool {rx,tx}_vport_rdma_{unicast,multicast}_packets).", "device", "port", "netdev", "direction", "traffic")
-	descNetdevErrors      = sdk.NewDesc("rdma_netdev_scrape_errors_total", sdk.Counter, "Failed reads of ethtool statistics for the netdev hardware families since the plugin started.")
-
-	pfcDescs = []*sdk.Desc{descPFCFrames, descPFCDuration, descPFCTransitions}
-	hwDescs  = []*sdk.Desc{
-		descPrioBufDiscard, descPrioCongDiscard, descPrioDiscards, descPrioECNMarked, descDevOOB, descRxOOB, descRxDiscardsPhy,
-		descPCIeStalledPct, descPCIeStalledSecs, descPCIeOverflow, descPCIeSignal,
-		descPhyCorrected, descPhyPCSSymErr, descPhyRxBits, descPhyErrLane, descPhyCRC, descPhyLinkDown,
-		descGlobalPauseFrames, descGlobalPauseDur, descGlobalPauseTrans, descPauseStorm, descVPortBytes, descVPortPackets,
-	}
-)
-
 // The statistic-name table: one place for every name the parity families read.
 var (
 	rePFC          = regexp.MustCompile(`^(rx|tx)_prio([0-7])_pause(?:_(duration|transition))?$`)

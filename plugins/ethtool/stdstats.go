@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"strconv"
@@ -66,6 +67,15 @@ const (
 	stdGroupsKnown  = 4
 	stdGroupsAllSet = 1<<stdGroupsKnown - 1
 )
+
+// stdSource reads a netdev's standard statistics. The ethtool-netlink
+// source implements it on a host; tests drive the same code through a fake
+// generic netlink connection.
+type stdSource interface {
+	// StandardStats returns errNoStats when the kernel has no ethtool
+	// netlink family; parts the driver does not support are left nil.
+	StandardStats(ctx context.Context, netdev string, req stdRequest) (*stdStats, error)
+}
 
 // stdStats is one netdev's standard statistics as the kernel returned them.
 // Only what the driver filled in is present: the kernel omits counters a
@@ -257,97 +267,6 @@ func decodeFECReply(b []byte, st *stdStats) error {
 		return fmt.Errorf("FEC reply: %w", err)
 	}
 	return nil
-}
-
-// stdCounter maps one counter of a standard statistics group to a family.
-type stdCounter struct {
-	group uint32
-	id    uint16
-	desc  *sdk.Desc
-}
-
-func stdDesc(name, ieee, help string) *sdk.Desc {
-	return sdk.NewDesc(name, sdk.Counter, help+" (kernel name "+ieee+").", "netdev")
-}
-
-// stdCounters lists every counter of the eth-phy, eth-mac, eth-ctrl and rmon
-// groups with the kernel's attribute id. Names are the IEEE 802.3 / RFC 2819
-// object names in snake case, prefixed with the group.
-var stdCounters = []stdCounter{
-	{groupEthPhy, 0, stdDesc("ethtool_eth_phy_symbol_error_during_carrier_total", "SymbolErrorDuringCarrier", "IEEE 802.3 30.3.2.1.5: symbol errors while a carrier was present")},
-
-	{groupEthMAC, 0, stdDesc("ethtool_eth_mac_frames_transmitted_ok_total", "FramesTransmittedOK", "IEEE 802.3 30.3.1.1.2: frames transmitted")},
-	{groupEthMAC, 1, stdDesc("ethtool_eth_mac_single_collision_frames_total", "SingleCollisionFrames", "IEEE 802.3 30.3.1.1.3: frames transmitted after exactly one collision")},
-	{groupEthMAC, 2, stdDesc("ethtool_eth_mac_multiple_collision_frames_total", "MultipleCollisionFrames", "IEEE 802.3 30.3.1.1.4: frames transmitted after more than one collision")},
-	{groupEthMAC, 3, stdDesc("ethtool_eth_mac_frames_received_ok_total", "FramesReceivedOK", "IEEE 802.3 30.3.1.1.5: frames received")},
-	{groupEthMAC, 4, stdDesc("ethtool_eth_mac_frame_check_sequence_errors_total", "FrameCheckSequenceErrors", "IEEE 802.3 30.3.1.1.6: received frames with a bad FCS (CRC)")},
-	{groupEthMAC, 5, stdDesc("ethtool_eth_mac_alignment_errors_total", "AlignmentErrors", "IEEE 802.3 30.3.1.1.7: received frames that are not a whole number of octets and fail the FCS")},
-	{groupEthMAC, 6, stdDesc("ethtool_eth_mac_octets_transmitted_ok_total", "OctetsTransmittedOK", "IEEE 802.3 30.3.1.1.8: octets (bytes) of transmitted frames")},
-	{groupEthMAC, 7, stdDesc("ethtool_eth_mac_frames_with_deferred_xmissions_total", "FramesWithDeferredXmissions", "IEEE 802.3 30.3.1.1.9: frames whose first transmission was deferred (medium busy)")},
-	{groupEthMAC, 8, stdDesc("ethtool_eth_mac_late_collisions_total", "LateCollisions", "IEEE 802.3 30.3.1.1.10: collisions detected later than one slot time")},
-	{groupEthMAC, 9, stdDesc("ethtool_eth_mac_frames_aborted_due_to_xs_colls_total", "FramesAbortedDueToXSColls", "IEEE 802.3 30.3.1.1.11: frames not transmitted because of excessive collisions")},
-	{groupEthMAC, 10, stdDesc("ethtool_eth_mac_frames_lost_due_to_int_mac_xmit_error_total", "FramesLostDueToIntMACXmitError", "IEEE 802.3 30.3.1.1.12: frames lost to an internal MAC transmit error")},
-	{groupEthMAC, 11, stdDesc("ethtool_eth_mac_carrier_sense_errors_total", "CarrierSenseErrors", "IEEE 802.3 30.3.1.1.13: transmissions during which carrier sense was lost")},
-	{groupEthMAC, 12, stdDesc("ethtool_eth_mac_octets_received_ok_total", "OctetsReceivedOK", "IEEE 802.3 30.3.1.1.14: octets (bytes) of received frames")},
-	{groupEthMAC, 13, stdDesc("ethtool_eth_mac_frames_lost_due_to_int_mac_rcv_error_total", "FramesLostDueToIntMACRcvError", "IEEE 802.3 30.3.1.1.15: frames lost to an internal MAC receive error")},
-	{groupEthMAC, 14, stdDesc("ethtool_eth_mac_multicast_frames_xmitted_ok_total", "MulticastFramesXmittedOK", "IEEE 802.3 30.3.1.1.18: multicast frames transmitted")},
-	{groupEthMAC, 15, stdDesc("ethtool_eth_mac_broadcast_frames_xmitted_ok_total", "BroadcastFramesXmittedOK", "IEEE 802.3 30.3.1.1.19: broadcast frames transmitted")},
-	{groupEthMAC, 16, stdDesc("ethtool_eth_mac_frames_with_excessive_deferral_total", "FramesWithExcessiveDeferral", "IEEE 802.3 30.3.1.1.20: frames deferred for an excessive period")},
-	{groupEthMAC, 17, stdDesc("ethtool_eth_mac_multicast_frames_received_ok_total", "MulticastFramesReceivedOK", "IEEE 802.3 30.3.1.1.21: multicast frames received")},
-	{groupEthMAC, 18, stdDesc("ethtool_eth_mac_broadcast_frames_received_ok_total", "BroadcastFramesReceivedOK", "IEEE 802.3 30.3.1.1.22: broadcast frames received")},
-	{groupEthMAC, 19, stdDesc("ethtool_eth_mac_in_range_length_errors_total", "InRangeLengthErrors", "IEEE 802.3 30.3.1.1.23: received frames whose length field disagrees with their size")},
-	{groupEthMAC, 20, stdDesc("ethtool_eth_mac_out_of_range_length_field_total", "OutOfRangeLengthField", "IEEE 802.3 30.3.1.1.24: received frames with a length field above the maximum")},
-	{groupEthMAC, 21, stdDesc("ethtool_eth_mac_frame_too_long_errors_total", "FrameTooLongErrors", "IEEE 802.3 30.3.1.1.25: received frames longer than the maximum size")},
-
-	{groupEthCtrl, 0, stdDesc("ethtool_eth_ctrl_mac_control_frames_transmitted_total", "MACControlFramesTransmitted", "IEEE 802.3 30.3.3.3: MAC control frames (e.g. pause) transmitted")},
-	{groupEthCtrl, 1, stdDesc("ethtool_eth_ctrl_mac_control_frames_received_total", "MACControlFramesReceived", "IEEE 802.3 30.3.3.4: MAC control frames (e.g. pause) received")},
-	{groupEthCtrl, 2, stdDesc("ethtool_eth_ctrl_unsupported_opcodes_received_total", "UnsupportedOpcodesReceived", "IEEE 802.3 30.3.3.5: MAC control frames with an unsupported opcode received")},
-
-	{groupRMON, 0, stdDesc("ethtool_rmon_undersize_pkts_total", "etherStatsUndersizePkts", "RFC 2819: well-formed received frames shorter than 64 bytes")},
-	{groupRMON, 1, stdDesc("ethtool_rmon_oversize_pkts_total", "etherStatsOversizePkts", "RFC 2819: well-formed received frames longer than the maximum size")},
-	{groupRMON, 2, stdDesc("ethtool_rmon_fragments_total", "etherStatsFragments", "RFC 2819: received frames shorter than 64 bytes with a bad FCS")},
-	{groupRMON, 3, stdDesc("ethtool_rmon_jabbers_total", "etherStatsJabbers", "RFC 2819: received frames longer than the maximum size with a bad FCS")},
-}
-
-var (
-	descRMONHist = sdk.NewDesc("ethtool_rmon_frames_by_size_total", sdk.Counter,
-		"RMON frame-size histogram range as the driver defines it: frames of low..high bytes (inclusive) received (direction=rx) or sent (tx). Ranges are not cumulative.",
-		"netdev", "direction", "low", "high")
-	descPauseFrames = sdk.NewDesc("ethtool_pause_frames_total", sdk.Counter,
-		"IEEE 802.3x (global) pause frames: rx = received from the link partner, tx = sent to it (ETHTOOL_A_PAUSE_STAT_{RX,TX}_FRAMES).",
-		"netdev", "direction")
-	descFECCorrected = sdk.NewDesc("ethtool_fec_corrected_blocks_total", sdk.Counter,
-		"IEEE 802.3 30.5.1.1.17 aFECCorrectedBlocks: received FEC blocks with errors the FEC corrected, port total.", "netdev")
-	descFECUncorr = sdk.NewDesc("ethtool_fec_uncorrectable_blocks_total", sdk.Counter,
-		"IEEE 802.3 30.5.1.1.18 aFECUncorrectableBlocks: received FEC blocks the FEC could not correct, port total.", "netdev")
-	descFECCorrBits = sdk.NewDesc("ethtool_fec_corrected_bit_errors_total", sdk.Counter,
-		"Bit errors corrected by FEC (non-standard, ETHTOOL_A_FEC_STAT_CORR_BITS: individual bits, not blocks), port total.", "netdev")
-	descFECLaneCorrected = sdk.NewDesc("ethtool_fec_lane_corrected_blocks_total", sdk.Counter,
-		"aFECCorrectedBlocks per PCS lane, for drivers that count per lane.", "netdev", "lane")
-	descFECLaneUncorr = sdk.NewDesc("ethtool_fec_lane_uncorrectable_blocks_total", sdk.Counter,
-		"aFECUncorrectableBlocks per PCS lane, for drivers that count per lane.", "netdev", "lane")
-	descFECLaneCorrBits = sdk.NewDesc("ethtool_fec_lane_corrected_bit_errors_total", sdk.Counter,
-		"Bit errors corrected by FEC per PCS lane, for drivers that count per lane.", "netdev", "lane")
-
-	fecFamilies = []struct {
-		id          uint16
-		total, lane *sdk.Desc
-	}{
-		{aFECStatCorrected, descFECCorrected, descFECLaneCorrected},
-		{aFECStatUncorr, descFECUncorr, descFECLaneUncorr},
-		{aFECStatCorrBits, descFECCorrBits, descFECLaneCorrBits},
-	}
-	fecDescs = []*sdk.Desc{descFECCorrected, descFECUncorr, descFECCorrBits, descFECLaneCorrected, descFECLaneUncorr, descFECLaneCorrBits}
-)
-
-// stdDescs is every family of the standard-statistics source.
-func stdDescs() []*sdk.Desc {
-	out := make([]*sdk.Desc, 0, len(stdCounters)+2+len(fecDescs))
-	for _, c := range stdCounters {
-		out = append(out, c.desc)
-	}
-	out = append(out, descRMONHist, descPauseFrames)
-	return append(out, fecDescs...)
 }
 
 // stdRequest says which parts of the standard statistics to read.

@@ -5,20 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"google.golang.org/protobuf/types/known/structpb"
-
-	"github.com/plexporter/plexporter/sdk"
 )
-
-func configOf(t *testing.T, m map[string]any) sdk.Config {
-	t.Helper()
-	s, err := structpb.NewStruct(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sdk.Config{Raw: s, Paths: sdk.Paths{Sysfs: t.TempDir()}}
-}
 
 // TestDecodeRealBuffers decodes the raw ETHTOOL_GSTRINGS / ETHTOOL_GSTATS
 // buffers captured from a 6.1 kernel and compares them with the text the

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -87,4 +90,35 @@ func skipVPort(sysfsRoot string, p rdmaPort, owners map[string]int) bool {
 		!p.HasSRIOV ||
 		owners[p.NetDev] != 1 ||
 		representorPortName.MatchString(physPortName(sysfsRoot, p.NetDev))
+}
+
+// listNetdevs returns the netdevs of class/net selected by the include and
+// exclude regexes and, with require_device, only those with a `device`
+// link (hardware NICs and VFs; not lo, veth, bridges, bonds, tunnels).
+func listNetdevs(sysfsRoot string, c *config) ([]string, error) {
+	dir := filepath.Join(sysfsRoot, "class", "net")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no network class at all: no netdevs
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		n := e.Name()
+		if c.include != nil && !c.include.MatchString(n) {
+			continue
+		}
+		if c.exclude != nil && c.exclude.MatchString(n) {
+			continue
+		}
+		if c.requireDevice() {
+			if _, err := os.Lstat(filepath.Join(dir, n, "device")); err != nil {
+				continue
+			}
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

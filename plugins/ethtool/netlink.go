@@ -6,20 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
-	"golang.org/x/sys/unix"
 )
 
-// stdSource reads a netdev's standard statistics. The ethtool-netlink
-// source implements it on a host; tests drive the same code through a fake
-// generic netlink connection.
-type stdSource interface {
-	// StandardStats returns errNoStats when the kernel has no ethtool
-	// netlink family; parts the driver does not support are left nil.
-	StandardStats(ctx context.Context, netdev string, req stdRequest) (*stdStats, error)
-}
+// The generic netlink source builds on every GOOS: genetlink.Dial fails at
+// run time where there is no netlink, which the plugin reports like any
+// failed read. So it needs no _linux/_other split, and its fake-kernel tests
+// run on a developer's laptop too. Errnos come from package syscall, which
+// has them on every GOOS.
 
 // genlSource reads ETHTOOL_MSG_STATS_GET, ETHTOOL_MSG_PAUSE_GET and
 // ETHTOOL_MSG_FEC_GET (the latter two with ETHTOOL_FLAG_STATS) over a generic
@@ -74,7 +71,7 @@ func (s *genlSource) conn() (*genetlink.Conn, error) {
 	f, err := c.GetFamily(ethtoolGenlName)
 	if err != nil {
 		c.Close()
-		if errors.Is(err, unix.ENOENT) {
+		if errors.Is(err, syscall.ENOENT) {
 			s.absent = true
 			return nil, errNoStats
 		}
@@ -153,11 +150,11 @@ func (s *genlSource) StandardStats(ctx context.Context, netdev string, req stdRe
 			Header: genetlink.Header{Command: p.cmd, Version: s.family.Version},
 			Data:   body,
 		}, s.family.ID, netlink.Request)
-		if errors.Is(err, unix.EOPNOTSUPP) {
+		if errors.Is(err, syscall.EOPNOTSUPP) {
 			continue // the driver lacks this part: no series
 		}
 		if err != nil {
-			var errno unix.Errno
+			var errno syscall.Errno
 			if !errors.As(err, &errno) {
 				// Not the kernel's answer (a timeout, a short read): the
 				// socket may still hold a late reply, start afresh.

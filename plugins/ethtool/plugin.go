@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/plexporter/plexporter/sdk"
+)
+
+type plugin struct {
+	src statsSource // driver statistics (ioctl); a fixture source in tests
+	std stdSource   // standard statistics (ethtool netlink); a fake kernel in tests
+
+	mu         sync.Mutex // one Collect at a time; guards the fields below
+	configured bool
+	cfg        config
+	paths      sdk.Paths
+
+	// Cumulative error and cap counters (process lifetime, like the seed's).
+	pfcErrors, netdevErrors float64
+	collectionErrors        map[string]float64 // by collector
+	capped                  map[string]float64 // by netdev
+}
+
+func newPlugin() *plugin {
+	return &plugin{
+		src:              newIoctlSource(),
+		std:              newGenlSource(),
+		collectionErrors: map[string]float64{},
+		capped:           map[string]float64{},
+	}
+}
+
+func (p *plugin) Info() sdk.Info {
+	return sdk.Info{
+		Name:    "ethtool",
+		Version: sdk.BuildVersion(),
+		Metrics: catalogue,
+		Sandbox: sdk.SandboxHints{ReadOnlyPaths: []string{"/sys/class/infiniband", "/sys/class/net", "/sys/devices", "/sys/bus/pci/devices"}},
+	}
+}
+
+// Configure applies a new section as a whole, or keeps the running settings
+// when it is refused.
+func (p *plugin) Configure(_ context.Context, c sdk.Config) error {
+	cfg := defaultConfig()
+	if err := c.Decode(&cfg); err != nil {
+		return err
+	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cfg, p.paths, p.configured = cfg, c.Paths, true
+	return nil
+}
+
+func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.configured {
+		return errors.New("not configured")
+	}
+	stats := &scrapeStats{src: p.src, cache: map[string]fetched{}}
+	if p.cfg.rdma() {
+		p.collectRDMA(ctx, w, stats)
+	}
+	drv := p.cfg.DriverStats && anyEnabled(w, driverDescs)
+	var std stdRequest
+	if p.cfg.standardStats() {
+		std = stdRequestFor(w)
+	}
+	if drv || !std.none() {
+		netdevs, err := listNetdevs(p.paths.Sysfs, &p.cfg)
+		if err != nil {
+			p.fail(w, collectorNetdevs, fmt.Errorf("list netdevs: %w", err))
+		} else {
+			if drv {
+				p.collectDriverStats(ctx, w, stats, netdevs)
+			}
+			if !std.none() {
+				p.collectStandard(ctx, w, std, netdevs)
+			}
+		}
+	}
+	// A collector's series exists while its source is switched on, from the
+	// first scrape on (at 0); driver_stats reads serve the rdma families too.
+	for _, c := range []struct {
+		name string
+		on   bool
+	}{
+		{collectorRDMASysfs, p.cfg.rdma()},
+		{collectorNetdevs, p.cfg.DriverStats || p.cfg.standardStats()},
+		{collectorDriverStats, p.cfg.rdma() || p.cfg.DriverStats},
+		{collectorStandardStats, p.cfg.standardStats()},
+	} {
+		if c.on {
+			w.Counter(descCollectionErrors, p.collectionErrors[c.name], c.name)
+		}
+	}
+	return ctx.Err()
+}
+
+// fail reports a partial failure to the host and counts it in
+// ethtool_collection_errors_total under the same collector, so that the
+// host's count and the plugin's agree.
+func (p *plugin) fail(w *sdk.Writer, collector string, err error) {
+	p.collectionErrors[collector]++
+	w.Error(collector, err)
+}
+
+// scrapeStats reads each netdev's driver statistics at most once per collect.
+type scrapeStats struct {
+	src   statsSource
+	cache map[string]fetched
+}
+
+type fetched struct {
+	st  *driverStats
+	err error
+}
+
+// get returns nil, nil when the netdev has no driver statistics.
+func (s *scrapeStats) get(ctx context.Context, netdev string) (*driverStats, error) {
+	if f, ok := s.cache[netdev]; ok {
+		return f.st, f.err
+	}
+	st, err := s.src.DriverStats(ctx, netdev)
+	if errors.Is(err, errNoStats) {
+		st, err = nil, nil
+	}
+	s.cache[netdev] = fetched{st, err}
+	return st, err
+}
+
+func anyEnabled(w *sdk.Writer, ds []*sdk.Desc) bool {
+	for _, d := range ds {
+		if w.Enabled(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// collectRDMA writes the rdma_exporter-compatible families. Scoping rules
+// (README "Scoping"): only Ethernet ports with a netdev; ports of PCI VFs
+// are skipped; PFC per (device, port); the other families once per netdev;
+// vPort families only when attributable to exactly this function.
+func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeStats) {
+	pfcOn, hwOn := anyEnabled(w, pfcDescs), anyEnabled(w, hwDescs)
+	if pfcOn || hwOn {
+		ports, err := discoverRDMAPorts(p.paths.Sysfs)
+		if err != nil {
+			p.fail(w, collectorRDMASysfs, fmt.Errorf("list RDMA devices: %w", err))
+		}
+		owners := ethernetOwners(ports)
+		hwDone := map[string]bool{}
+		for _, port := range ports {
+			if ctx.Err() != nil {
+				break
+			}
+			if port.IsVF || port.LinkLayer != "Ethernet" || port.NetDev == "" {
+				continue
+			}
+			st, err := stats.get(ctx, port.NetDev)
+			if err != nil {
+				if _, seen := hwDone["err:"+port.NetDev]; !seen {
+					hwDone["err:"+port.NetDev] = true
+					if pfcOn {
+						p.pfcErrors++
+					}
+					if hwOn {
+						p.netdevErrors++
+					}
+				}
+				p.fail(w, collectorDriverStats, fmt.Errorf("%s port %s: %w", port.Device, port.Port, err))
+				continue
+			}
+			if st == nil {
+				continue
+			}
+			vals, names := firstValues(st)
+			if pfcOn {
+				emitPFC(w, port, vals, names)
+			}
+			if hwOn && !hwDone[port.NetDev] {
+				hwDone[port.NetDev] = true
+				emitHW(w, port, vals, names, skipVPort(p.paths.Sysfs, port, owners))
+			}
+		}
+	}
+	w.Counter(descPFCErrors, p.pfcErrors)
+	w.Counter(descNetdevErrors, p.netdevErrors)
+}
+
+// collectDriverStats writes every driver statistic of the selected netdevs.
+func (p *plugin) collectDriverStats(ctx context.Context, w *sdk.Writer, stats *scrapeStats, netdevs []string) {
+	for _, n := range netdevs {
+		if ctx.Err() != nil {
+			return
+		}
+		st, err := stats.get(ctx, n)
+		if err != nil {
+			p.fail(w, collectorDriverStats, err)
+			continue
+		}
+		if st == nil {
+			continue
+		}
+		dropped := emitDriverStats(w, &p.cfg, n, st)
+		if dropped > 0 {
+			p.capped[n]++
+		}
+		w.Gauge(descDriverDropped, float64(dropped), n)
+		w.Counter(descDriverCapped, p.capped[n], n)
+	}
+}
+
+// collectStandard writes the kernel's standard statistics of the selected
+// netdevs. Parts a driver does not support (EOPNOTSUPP) and counters it
+// leaves unset have no series; only a failed read is an error.
+func (p *plugin) collectStandard(ctx context.Context, w *sdk.Writer, req stdRequest, netdevs []string) {
+	for _, n := range netdevs {
+		if ctx.Err() != nil {
+			return
+		}
+		st, err := p.std.StandardStats(ctx, n, req)
+		if errors.Is(err, errNoStats) {
+			return // no ethtool netlink family in this kernel
+		}
+		if err != nil {
+			p.fail(w, collectorStandardStats, err)
+			continue
+		}
+		emitStandard(w, n, st)
+	}
+}
