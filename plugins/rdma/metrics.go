@@ -80,7 +80,13 @@ var qpDescs = func() map[string]*sdk.Desc {
 	return m
 }()
 
-func staticDescs() []*sdk.Desc {
+// descKernelCounters stands in the catalogue for the families named after
+// the kernel's counter files; samples go to counterDescs.
+var descKernelCounters = sdk.NewDesc("rdma_*_total", sdk.Counter,
+	"One counter per file in ports/<n>/counters/ and ports/<n>/hw_counters/, named as the kernel names it (raw kernel values).", "device", "port")
+
+// catalogue is every family the plugin writes, as Info returns it.
+var catalogue = func() []*sdk.Desc {
 	d := []*sdk.Desc{descPortInfo, descLifespan, descScrapeErrors, descCollectorSuccess,
 		descOptionalEnabled, descOptionalErrors, descQPMode, descQPAutoMask, descQPScrapeStatus, descQPErrors}
 	for _, n := range []string{"cc_rx_ce_pkts", "cc_rx_cnp_pkts", "cc_tx_cnp_pkts", "rdma_rx_bytes", "rdma_tx_bytes", "rdma_rx_packets", "rdma_tx_packets"} {
@@ -90,12 +96,7 @@ func staticDescs() []*sdk.Desc {
 		d = append(d, qpDescs[n])
 	}
 	return append(d, descKernelCounters)
-}
-
-// descKernelCounters stands in the catalogue for the families named after
-// the kernel's counter files; samples go to counterDescs.
-var descKernelCounters = sdk.NewDesc("rdma_*_total", sdk.Counter,
-	"One counter per file in ports/<n>/counters/ and ports/<n>/hw_counters/, named as the kernel names it (raw kernel values).", "device", "port")
+}()
 
 // counterDescs hands out one Desc per kernel counter name, created on first
 // sight and reused (the Writer keys its state by the pointer).

@@ -155,15 +155,6 @@ func TestDeviceChurn(t *testing.T) {
 	}
 }
 
-func TestConfigDefaults(t *testing.T) {
-	p := newPlugin()
-	c := sdktest.Client(t, p, sdktest.Options{Sysfs: t.TempDir()})
-	_ = c
-	if p.optional != true || p.qp != false {
-		t.Errorf("defaults: optional=%v qp=%v", p.optional, p.qp)
-	}
-}
-
 func BenchmarkSysfsDevices(b *testing.B) {
 	root := filepath.Join(sdktest.Unpack(b, "testdata/sysfs.ttar"), "sys")
 	r := newSysfsReader(root, nil)
