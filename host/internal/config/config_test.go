@@ -66,3 +66,36 @@ func TestErrors(t *testing.T) {
 		t.Error("missing explicit config file must be an error")
 	}
 }
+
+func TestConfigLocation(t *testing.T) {
+	path := writeFile(t, `plugins:
+  rdma:
+    timeout: 3s
+    config:
+      exclude_devices: [mlx5_3]
+  nfs: {config: {}}
+  nvme:
+    enabled: false
+`)
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]Location{
+		"rdma": {File: path, Key: "plugins.rdma.config", Line: 4},
+		"nfs":  {File: path, Key: "plugins.nfs.config", Line: 6},
+		"nvme": {File: path, Key: "plugins.nvme.config"},
+		"none": {File: path, Key: "plugins.none.config"},
+	} {
+		if got := f.ConfigLocation(name); got != want {
+			t.Errorf("%s: %+v, want %+v", name, got, want)
+		}
+	}
+	if s := f.ConfigLocation("rdma").String(); s != path+":4: plugins.rdma.config" {
+		t.Errorf("String() = %q", s)
+	}
+	none, _ := Load("")
+	if s := none.ConfigLocation("rdma").String(); s != "plugins.rdma.config (no --config.file)" {
+		t.Errorf("without a file: %q", s)
+	}
+}

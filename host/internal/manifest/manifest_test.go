@@ -79,3 +79,36 @@ func TestMergeOverride(t *testing.T) {
 		t.Fatal("Merge modified its input")
 	}
 }
+
+func TestUngranted(t *testing.T) {
+	m := &Manifest{
+		Capabilities: []string{"CAP_SYS_ADMIN"},
+		Paths: Paths{
+			ReadOnly:  []string{"/sys/class/nvme", "/sys/class/infiniband/*/ports"},
+			ReadWrite: []string{"/var/lib/plexporter"},
+			Devices:   []string{"/dev/nvme*"},
+		},
+	}
+	got := m.Ungranted([]string{"cap_sys_admin", "CAP_BPF"}, Paths{
+		ReadOnly: []string{
+			"/sys/class/nvme/nvme0/model",                   // under a granted directory
+			"/sys/class/infiniband/mlx5_0/ports/1/counters", // under a glob's match
+			"/var/lib/plexporter/state",                     // read_write grants reading
+			"/sys/class/nvme-other",                         // a sibling with a common prefix is not under it
+		},
+		ReadWrite: []string{"/sys/class/nvme"}, // granted read-only only
+		Devices:   []string{"/dev/nvme0", "/dev/nvme*", "/dev/infiniband/uverbs0"},
+	})
+	want := []string{
+		"capability CAP_BPF",
+		"paths.read_only /sys/class/nvme-other",
+		"paths.read_write /sys/class/nvme",
+		"paths.devices /dev/infiniband/uverbs0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Ungranted =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := (&Manifest{}).Ungranted(nil, Paths{}); len(got) != 0 {
+		t.Errorf("nothing asked, nothing missing: %v", got)
+	}
+}

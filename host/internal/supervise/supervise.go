@@ -178,7 +178,8 @@ func (s *Supervisor) Stop() {
 	<-s.done
 }
 
-// FirstAttempt is closed once the first start has succeeded or failed.
+// FirstAttempt is closed once the first start has succeeded or failed, and
+// Status says which.
 func (s *Supervisor) FirstAttempt() <-chan struct{} { return s.first }
 
 // Status returns a snapshot.
@@ -208,17 +209,13 @@ func (s *Supervisor) become(next State, lastErr string) {
 
 func (s *Supervisor) loop(ctx context.Context) {
 	defer close(s.done)
+	defer s.firstAttemptOver() // stopped during the first start
 	backoff := s.settings.MinBackoff
 	for {
 		began := time.Now()
 		proc, err := s.start(ctx)
-		s.firstOnce.Do(func() {
-			s.mu.Lock()
-			s.status.Started = true
-			s.mu.Unlock()
-			close(s.first)
-		})
 		if err == nil {
+			s.firstAttemptOver()
 			select {
 			case <-ctx.Done():
 				s.become(Stopped, "")
@@ -235,13 +232,15 @@ func (s *Supervisor) loop(ctx context.Context) {
 			s.become(Stopped, "")
 			return
 		}
-		if final := s.finalState(err); final != Backoff {
+		if s.finalState(err) != Backoff {
+			s.firstAttemptOver()
 			<-ctx.Done() // until the fleet replaces or stops this supervisor
 			s.become(Stopped, "")
 			return
 		}
 		s.log.Error("plugin down; restarting", "err", err, "backoff", backoff)
 		s.become(Backoff, err.Error())
+		s.firstAttemptOver()
 		if proc != nil {
 			proc.Stop() // what is left of it: children, go-plugin's side
 		}
@@ -257,6 +256,17 @@ func (s *Supervisor) loop(ctx context.Context) {
 		s.become(Starting, "")
 		backoff = min(backoff*2, s.settings.MaxBackoff)
 	}
+}
+
+// firstAttemptOver closes FirstAttempt once the first start's outcome is
+// in the state: Running, Backoff, Misconfigured or Refused (or Stopped).
+func (s *Supervisor) firstAttemptOver() {
+	s.firstOnce.Do(func() {
+		s.mu.Lock()
+		s.status.Started = true
+		s.mu.Unlock()
+		close(s.first)
+	})
 }
 
 // finalState moves a plugin whose start failed in a way no restart can fix

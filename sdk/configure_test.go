@@ -1,0 +1,52 @@
+package sdk_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk"
+)
+
+// configurable warns or fails at Configure as told.
+type configurable struct {
+	warn []string
+	fail error
+}
+
+func (c *configurable) Info() sdk.Info { return sdk.Info{Name: "c", Version: "1"} }
+func (c *configurable) Configure(_ context.Context, cfg sdk.Config) error {
+	for _, w := range c.warn {
+		cfg.Warn("%s", w)
+	}
+	return c.fail
+}
+func (c *configurable) Collect(context.Context, *sdk.Writer) error { return nil }
+
+func TestConfigureWarningsReachTheHost(t *testing.T) {
+	p := &configurable{warn: []string{"exclude_devices: mlx5_9 does not exist", "qp_counters is deprecated"}}
+	srv := sdk.NewServer(p, nil)
+	for range 2 { // each Configure answers its own warnings
+		resp, err := srv.Configure(context.Background(), &pluginv1.ConfigureRequest{})
+		if err != nil || !slices.Equal(resp.GetWarnings(), p.warn) {
+			t.Fatalf("warnings %q, %v; want %q", resp.GetWarnings(), err, p.warn)
+		}
+	}
+	// A Config a test builds itself has nowhere to send them: Warn must not panic.
+	sdk.Config{}.Warn("logged instead")
+}
+
+// A rejection reaches the host as INVALID_ARGUMENT carrying the plugin's
+// message as it wrote it: the host shows that text to the operator.
+func TestConfigureRejectionKeepsThePluginsMessage(t *testing.T) {
+	srv := sdk.NewServer(&configurable{fail: errors.New(`device "mlx5_9": no such device`)}, nil)
+	_, err := srv.Configure(context.Background(), &pluginv1.ConfigureRequest{})
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != `device "mlx5_9": no such device` {
+		t.Fatalf("status %v %q", st.Code(), st.Message())
+	}
+}
