@@ -26,8 +26,8 @@ const (
 
 // writeProtoDelim writes the length-delimited protobuf exposition straight
 // from the batches, byte for byte what expfmt writes for the client_model
-// families batch.Families builds (tests decode both and compare), without building
-// a message per sample: it was 2.5x the cost of the text format that way.
+// families of toDTO (tests decode both and compare), without building a
+// message per sample: it was 2.5x the cost of the text format that way.
 func writeProtoDelim(w io.Writer, fams []*merge.Family) error {
 	var fam, metric, sub []byte
 	var out []byte

@@ -61,6 +61,7 @@ type Family struct {
 
 // Part is one chunk's contribution to a family.
 type Part struct {
+	// Chunk reads the plugin's chunk; the merge has checked its shape.
 	Chunk batch.Chunk
 	// Keep lists the sample indexes exposed, in order; nil means all of them.
 	Keep []int32
