@@ -260,7 +260,7 @@ func (f *Fleet) settings(p discover.Plugin, pc config.Plugin, loc config.Locatio
 	if err != nil {
 		return supervise.Settings{}, nil, err
 	}
-	s, err := compose(f.opts.Defaults, pc, loc, m, os.LookupEnv)
+	s, err := compose(f.opts.Defaults, pc, loc, m)
 	if err != nil {
 		return s, nil, err
 	}

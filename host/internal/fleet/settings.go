@@ -11,12 +11,12 @@ import (
 // compose is the one place a plugin's settings are made: the host's
 // defaults (flags), overridden by the plugin's section of the config file,
 // with what its manifest (the file beside the binary, merged with the config
-// file's manifest override) says about the checksum pin and the
-// environment. environ looks up the host's environment (os.LookupEnv).
+// file's manifest override) says about the checksum pin and the host
+// variables passed on.
 //
 // It does no I/O, so its unit test covers every rule; reading the manifest
 // before it and confining the plugin after it (confine) are separate steps.
-func compose(defaults supervise.Settings, pc config.Plugin, loc config.Location, m *manifest.Manifest, environ func(string) (string, bool)) (supervise.Settings, error) {
+func compose(defaults supervise.Settings, pc config.Plugin, loc config.Location, m *manifest.Manifest) (supervise.Settings, error) {
 	s := defaults
 	m = manifest.Merge(m, pc.Manifest)
 	s.Manifest = m
@@ -33,12 +33,7 @@ func compose(defaults supervise.Settings, pc config.Plugin, loc config.Location,
 		return s, err
 	}
 	s.SHA256 = m.SHA256
-	s.Env = nil
-	for _, name := range m.Env {
-		if v, ok := environ(name); ok {
-			s.Env = append(s.Env, name+"="+v)
-		}
-	}
+	s.PassEnv = m.Env
 	return s, nil
 }
 

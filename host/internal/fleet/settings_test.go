@@ -19,21 +19,18 @@ func TestCompose(t *testing.T) {
 	defaults := supervise.Settings{
 		Timeout: 5 * time.Second, StartTimeout: 10 * time.Second, MaxSeries: 100000,
 		Enabled: []string{"rdma_*"}, Paths: &pluginv1.Paths{Sysfs: "/host/sys"},
-		Env: []string{"LEAK=1"}, // never inherited: the manifest decides
-	}
-	environ := func(name string) (string, bool) {
-		v, ok := map[string]string{"HOME": "/root", "HTTPS_PROXY": "http://proxy:3128"}[name]
-		return v, ok
+		PassEnv: []string{"LEAK"}, // never inherited: the manifest decides
 	}
 	loc := config.Location{File: "/etc/plexporter.yml", Key: "plugins.rdma.config", Line: 9}
 	section, _ := structpb.NewStruct(map[string]any{"exclude_devices": []any{"mlx5_3"}})
 	pin, otherPin := strings.Repeat("ab", 32), strings.Repeat("cd", 32)
 
-	// want starts from defaults with the environment cleared, the empty
-	// manifest merged and the location set; each case edits that.
+	// want starts from defaults with nothing of the host's environment
+	// passed, the empty manifest merged and the location set; each case
+	// edits that.
 	base := func(edit func(*supervise.Settings)) supervise.Settings {
 		s := defaults
-		s.Env, s.Manifest, s.ConfigLocation = nil, &manifest.Manifest{}, loc
+		s.PassEnv, s.Manifest, s.ConfigLocation = nil, &manifest.Manifest{}, loc
 		if edit != nil {
 			edit(&s)
 		}
@@ -58,11 +55,11 @@ func TestCompose(t *testing.T) {
 			want: base(func(s *supervise.Settings) { s.Config = section }),
 		},
 		{
-			name:     "manifest env lets named host variables through, if set",
-			manifest: manifest.Manifest{Env: []string{"HTTPS_PROXY", "NOT_SET"}},
+			name:     "manifest env names the host variables passed on",
+			manifest: manifest.Manifest{Env: []string{"HTTPS_PROXY", "TZ"}},
 			want: base(func(s *supervise.Settings) {
-				s.Env = []string{"HTTPS_PROXY=http://proxy:3128"}
-				s.Manifest = &manifest.Manifest{Env: []string{"HTTPS_PROXY", "NOT_SET"}}
+				s.PassEnv = []string{"HTTPS_PROXY", "TZ"}
+				s.Manifest = &manifest.Manifest{Env: []string{"HTTPS_PROXY", "TZ"}}
 			}),
 		},
 		{
@@ -75,7 +72,7 @@ func TestCompose(t *testing.T) {
 			manifest: manifest.Manifest{SHA256: pin, Env: []string{"HOME"}, User: "rdma"},
 			pc:       config.Plugin{Manifest: &manifest.Manifest{SHA256: otherPin, Env: []string{"HTTPS_PROXY"}}},
 			want: base(func(s *supervise.Settings) {
-				s.SHA256, s.Env = otherPin, []string{"HTTPS_PROXY=http://proxy:3128"}
+				s.SHA256, s.PassEnv = otherPin, []string{"HTTPS_PROXY"}
 				s.Manifest = &manifest.Manifest{SHA256: otherPin, Env: []string{"HTTPS_PROXY"}, User: "rdma"}
 			}),
 		},
@@ -87,7 +84,7 @@ func TestCompose(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := tc.manifest
-			got, err := compose(defaults, tc.pc, loc, &m, environ)
+			got, err := compose(defaults, tc.pc, loc, &m)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)
@@ -105,7 +102,7 @@ func TestCompose(t *testing.T) {
 			}
 		})
 	}
-	if defaults.Env[0] != "LEAK=1" || defaults.Timeout != 5*time.Second {
+	if defaults.PassEnv[0] != "LEAK" || defaults.Timeout != 5*time.Second {
 		t.Error("compose changed the defaults it was given")
 	}
 }

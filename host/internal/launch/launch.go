@@ -40,9 +40,10 @@ type Options struct {
 	// SHA256 is the manifest's pin ("" for none): the binary is hashed once
 	// per start, just before it is run, and refused if it differs.
 	SHA256 string
-	// Env holds the NAME=value pairs the manifest lets through from the
-	// host's environment.
-	Env []string
+	// PassEnv names the host's environment variables the manifest lets
+	// through; those set are passed with their values, nothing else of the
+	// host's environment is.
+	PassEnv []string
 	// LogLevel is the host's; the plugin does not format lines below it.
 	LogLevel hclog.Level
 	// Sandbox confines the plugin; nil runs it as the host's user, unconfined.
@@ -89,7 +90,7 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 		// go-plugin hands RunnerFunc an empty command that carries only its
 		// handshake environment (SkipHostEnv), and a socket directory it made.
 		RunnerFunc: func(_ hclog.Logger, handshake *exec.Cmd, socketDir string) (runner.Runner, error) {
-			cmd, err := command(p, o, environment(o, handshake.Env), socketDir)
+			cmd, err := command(p, o, environment(o, os.LookupEnv, handshake.Env), socketDir)
 			if err != nil {
 				return nil, err
 			}
@@ -160,12 +161,16 @@ func (p *Process) Kill() {
 const searchPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // environment is the plugin's whole environment. Nothing of the host's own
-// reaches the plugin except what its manifest lets through (o.Env); later
-// entries win, so the host's own variables come after the manifest's, and
-// go-plugin's handshake last.
-func environment(o Options, handshake []string) []string {
+// reaches the plugin except what its manifest lets through (o.PassEnv,
+// looked up with lookup); later entries win, so the host's own variables
+// come after the manifest's, and go-plugin's handshake last.
+func environment(o Options, lookup func(string) (string, bool), handshake []string) []string {
 	env := []string{"PATH=" + searchPath}
-	env = append(env, o.Env...)
+	for _, name := range o.PassEnv {
+		if v, ok := lookup(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
 	env = append(env,
 		transport.LogLevelEnv+"="+o.LogLevel.String(),
 		transport.LifelineEnv+"="+strconv.Itoa(lifelineFD),

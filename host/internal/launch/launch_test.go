@@ -20,13 +20,14 @@ import (
 // The plugin's environment is built here and only here: nothing of the
 // host's own, the manifest's variables, then the host's, then go-plugin's.
 func TestEnvironment(t *testing.T) {
-	t.Setenv("HOST_SECRET", "x")
+	host := map[string]string{"HOST_SECRET": "x", "HTTPS_PROXY": "http://proxy:3128", transport.LifelineEnv: "9"}
+	lookup := func(name string) (string, bool) { v, ok := host[name]; return v, ok }
 	o := Options{
-		Env:      []string{"HTTPS_PROXY=http://proxy:3128", transport.LifelineEnv + "=9"}, // a manifest cannot move the lifeline
+		PassEnv:  []string{"HTTPS_PROXY", "NOT_SET", transport.LifelineEnv}, // a manifest cannot move the lifeline
 		LogLevel: hclog.Debug,
 		Sandbox:  &sandbox.Spec{MemoryBytes: 64 << 20},
 	}
-	env := environment(o, []string{"PLEXPORTER_PLUGIN_MAGIC_COOKIE=c", "PLUGIN_UNIX_SOCKET_DIR=/tmp/d"})
+	env := environment(o, lookup, []string{"PLEXPORTER_PLUGIN_MAGIC_COOKIE=c", "PLUGIN_UNIX_SOCKET_DIR=/tmp/d"})
 	want := []string{
 		"PATH=" + searchPath,
 		"HTTPS_PROXY=http://proxy:3128",
@@ -40,7 +41,7 @@ func TestEnvironment(t *testing.T) {
 	if !slices.Equal(env, want) {
 		t.Errorf("environment\n%s\nwant\n%s", strings.Join(env, "\n"), strings.Join(want, "\n"))
 	}
-	if unconfined := environment(Options{LogLevel: hclog.Info}, nil); slices.ContainsFunc(unconfined, func(e string) bool { return strings.HasPrefix(e, "GOMEMLIMIT=") }) {
+	if unconfined := environment(Options{LogLevel: hclog.Info}, lookup, nil); slices.ContainsFunc(unconfined, func(e string) bool { return strings.HasPrefix(e, "GOMEMLIMIT=") }) {
 		t.Error("GOMEMLIMIT without a sandbox memory limit")
 	}
 }

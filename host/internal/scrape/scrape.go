@@ -18,7 +18,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -153,18 +153,13 @@ func (s *Scraper) hostFamilies(r *report) []*merge.Family {
 	if err != nil {
 		s.log.Warn("self-metrics gather", "err", err)
 	}
-	var batches []*pluginv1.Batch
-	w := sdk.NewWriter(nil, "", func(r *pluginv1.CollectResponse) error {
-		if r.Batch != nil {
-			batches = append(batches, r.Batch)
-		}
-		return nil
-	})
+	var rec batch.Recorder
+	w := sdk.NewWriter(nil, "", rec.Send)
 	w.WriteFamilies(mfs)
 	_ = w.Flush()
 	opts := s.opts
 	opts.ReservedPrefixes = nil
-	return merge.Merge([]merge.Input{{Plugin: "plexporter", Batches: batches}}, opts).Families
+	return merge.Merge([]merge.Input{{Plugin: "plexporter", Batches: rec.Batches}}, opts).Families
 }
 
 // logOnce logs each distinct drop cause and plugin error once per process.

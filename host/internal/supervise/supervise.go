@@ -43,7 +43,7 @@ type Settings struct {
 	Disabled     []string
 	Paths        *pluginv1.Paths
 	LogLevel     hclog.Level
-	Env          []string // NAME=value pairs passed to the plugin
+	PassEnv      []string // host environment variables the manifest lets through, by name
 	SHA256       string   // pin from the manifest; "" for none
 	MaxSeries    int
 	// Sandbox confines the plugin (nil: it runs as the host's user, unconfined).
@@ -94,7 +94,7 @@ func (s Settings) Equal(o Settings) bool {
 }
 
 func (s Settings) launchOptions() launch.Options {
-	return launch.Options{SHA256: s.SHA256, Env: s.Env, LogLevel: s.LogLevel, Sandbox: s.Sandbox, StartTimeout: s.StartTimeout}
+	return launch.Options{SHA256: s.SHA256, PassEnv: s.PassEnv, LogLevel: s.LogLevel, Sandbox: s.Sandbox, StartTimeout: s.StartTimeout}
 }
 
 // Status is a snapshot for self-metrics, /ready and `plexporter plugins`.

@@ -241,9 +241,10 @@ func TestPinMismatchIsRefused(t *testing.T) {
 // Configure's warnings are logged at every start; sandbox hints the manifest
 // does not grant once per supervisor.
 func TestWarningsAndHintDrift(t *testing.T) {
+	t.Setenv("CHAOS_SANDBOX_HINTS", `{"Capabilities": ["CAP_BPF"], "Devices": ["/dev/nvme0"]}`)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	sup, logs := chaos(t, "warn", map[string]any{"pid_file": pidFile, "warnings": []any{"device mlx5_9 not found"}}, func(s *Settings) {
-		s.Env = []string{`CHAOS_SANDBOX_HINTS={"Capabilities": ["CAP_BPF"], "Devices": ["/dev/nvme0"]}`}
+		s.PassEnv = []string{"CHAOS_SANDBOX_HINTS"}
 		s.Manifest = &manifest.Manifest{Paths: manifest.Paths{Devices: []string{"/dev/nvme*"}}}
 	})
 	sup.Start()
