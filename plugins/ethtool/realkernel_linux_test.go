@@ -307,8 +307,8 @@ func TestRealKernelStandardStats(t *testing.T) {
 			t.Errorf("%s series for veth/bridge:\n%s", fam, text)
 		}
 	}
-	if v := series(t, res, "ethtool_scrape_errors_total")["source=standard_stats"]; v != 0 {
-		t.Errorf("standard_stats errors = %v", v)
+	if v, ok := series(t, res, "ethtool_collection_errors_total")["collector=standard_stats"]; !ok || v != 0 {
+		t.Errorf("standard_stats errors = %v (exported: %v), want 0", v, ok)
 	}
 	checkPromtool(t, text)
 }
