@@ -400,7 +400,7 @@ var (
 	rdmaStages = []stage{
 		{"sysfs pass (all devices)", "github.com/plexporter/plexporter/plugins/rdma.(*sysfsReader).devices.func1"},
 		{"counter files (readCounters)", "github.com/plexporter/plexporter/plugins/rdma.(*sysfsReader).readCounters"},
-		{"one attribute read (readSmall: open, read, close, 4 KiB buffer)", "github.com/plexporter/plexporter/plugins/rdma.readSmall"},
+		{"one attribute read (sysfs.Buffer.Read: open, read, close into a reused buffer)", "github.com/plexporter/plexporter/internal/sysfs.(*Buffer).Read"},
 		{"os.Open (openat + fcntl O_NONBLOCK + poller registration)", "os.OpenFile"},
 		{"… of which syscall.SetNonblock (fcntl)", "syscall.SetNonblock"},
 		{"(*os.File).Read (io.ReadFull: 2 reads, the second one for EOF)", "os.(*File).Read"},
