@@ -1,7 +1,8 @@
 // Package fleet keeps the running plugins in line with what is on disk:
-// it scans the plugin directories and the config file, starts new plugins,
-// stops removed ones and restarts replaced or reconfigured ones, on SIGHUP
-// and whenever a plugin directory changes.
+// it scans the plugin directories and the config file, composes each
+// plugin's settings (settings.go), starts new plugins, stops removed ones
+// and replaces replaced or reconfigured ones, on SIGHUP and whenever a
+// plugin directory changes.
 package fleet
 
 import (
@@ -39,7 +40,9 @@ type Options struct {
 	InsecurePermissions bool
 }
 
-// Refusal is a plugin that was found but not run.
+// Refusal is a plugin that was found but not run, because its manifest
+// cannot be read or honoured here. (A binary that does not match its pin is
+// refused by its supervisor, at the start it would have run.)
 type Refusal struct {
 	Plugin discover.Plugin
 	Reason string
@@ -117,7 +120,7 @@ func (f *Fleet) Reconcile() error {
 		f.log.Info("plugin shadowed by a later plugin directory", "plugin", s.Name, "ignored", s.Path, "used", s.By)
 	}
 
-	var warnings []string
+	var warnings [][2]string // plugin, text
 	want := map[string]wanted{}
 	refused := map[string]Refusal{}
 	disabled := map[string]discover.Plugin{}
@@ -129,7 +132,7 @@ func (f *Fleet) Reconcile() error {
 		}
 		settings, warns, err := f.settings(p, pc, cfg.ConfigLocation(p.Name))
 		for _, w := range warns {
-			warnings = append(warnings, "plugin "+p.Name+": "+w)
+			warnings = append(warnings, [2]string{p.Name, w})
 		}
 		if err != nil {
 			refused[p.Name] = Refusal{Plugin: p, Reason: err.Error()}
@@ -149,9 +152,9 @@ func (f *Fleet) Reconcile() error {
 		return nil
 	}
 	for _, w := range warnings {
-		if !f.warned[w] {
-			f.warned[w] = true
-			f.log.Warn(w)
+		if key := w[0] + "\x00" + w[1]; !f.warned[key] {
+			f.warned[key] = true
+			f.log.Warn(w[1], "plugin", w[0])
 		}
 	}
 	for name, r := range refused {

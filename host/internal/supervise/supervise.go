@@ -230,6 +230,9 @@ func (s *Supervisor) loop(ctx context.Context) {
 		}
 		if ctx.Err() != nil {
 			s.become(Stopped, "")
+			if proc != nil {
+				proc.Stop() // exited as the host stopped it: its children
+			}
 			return
 		}
 		if s.finalState(err) != Backoff {
