@@ -46,21 +46,30 @@ func TestStalledClientsDoNotStarveScrapes(t *testing.T) {
 	// (the host's send buffer autotunes up to tcp_wmem's 4 MiB). The
 	// timeout leaves a loaded CI machine time to collect them all: a
 	// collect cut short would fit in the buffers and stall nobody.
-	h := startHost(t, []string{"big"}, "  big:\n    config: {series: 200000}\n", "--web.max-requests=5", "--scrape.timeout=3s")
+	h := startHost(t, []string{"big"}, "  big:\n    max_series: 1000000\n    config: {series: 200000}\n", "--web.max-requests=5", "--scrape.timeout=3s")
 	addr := strings.TrimPrefix(h.url, "http://")
+	var stalled []net.Conn
 	for range 5 {
-		stalledClient(t, addr)
+		stalled = append(stalled, stalledClient(t, addr))
 	}
-	// Wait until the stalled clients hold every slot.
-	h.waitFor(15*time.Second, "stalled clients to hold every slot", func() bool {
-		resp, err := http.Get(h.url + "/metrics")
-		if err != nil {
-			return false
+	// Each stalled client holds a slot once its response has started:
+	// read just the status line, leaving megabytes unread behind it.
+	for i, c := range stalled {
+		c.SetReadDeadline(time.Now().Add(15 * time.Second))
+		status := make([]byte, len("HTTP/1.1 200"))
+		if _, err := io.ReadFull(c, status); err != nil || string(status) != "HTTP/1.1 200" {
+			t.Fatalf("stalled client %d: status %q, %v; want its response under way", i, status, err)
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusServiceUnavailable
-	})
+	}
+	resp, err := http.Get(h.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("with every slot held by a stalled client a scrape got %d, want 503 (the test's premise)", resp.StatusCode)
+	}
 	began := time.Now()
 	var status int
 	for time.Since(began) < 20*time.Second {
