@@ -21,7 +21,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Revision=$(REVISION) \
             -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build run test unit lint proto proto-check tools bench clean
+.PHONY: all build run test unit lint cross proto proto-check tools bench clean
 
 all: build
 
@@ -40,12 +40,19 @@ run: build
 	./$(BIN)/plexporter --plugin.dir=./$(BIN)/plugins --web.listen-address=$(LISTEN) $(RUN_ARGS)
 
 ## test: everything CI checks
-test: lint proto-check unit
+test: lint cross proto-check unit
+
+## cross: the whole tree builds for arm64 (Grace-class AI nodes), and the SDK
+##        and plugins build on macOS (vendors develop plugins on laptops)
+cross:
+	GOOS=linux GOARCH=arm64 $(GO) build ./...
+	GOOS=linux GOARCH=arm64 $(GO) vet ./...
+	GOOS=darwin GOARCH=arm64 $(GO) build ./sdk/... ./plugins/...
 
 unit:
 	$(GO) test -count=1 ./...
 	@# the concurrent core again under the race detector (needs cgo)
-	CGO_ENABLED=1 $(GO) test -count=1 -race ./sdk/ ./sdk/fixture/ ./sdk/metricfilter/ ./host/internal/merge/ ./host/internal/expose/ ./host/internal/supervise/
+	CGO_ENABLED=1 $(GO) test -count=1 -race ./sdk/ ./sdk/fixture/ ./sdk/metricfilter/ ./internal/batch/ ./host/internal/merge/ ./host/internal/expose/ ./host/internal/scrape/ ./host/internal/supervise/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
