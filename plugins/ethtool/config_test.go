@@ -9,11 +9,6 @@ import (
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
-func configure(t *testing.T, p *plugin, raw map[string]any) error {
-	t.Helper()
-	return p.Configure(t.Context(), sdktest.Config(t, raw, sdk.Paths{Sysfs: t.TempDir()}))
-}
-
 // Each bad setting is refused with a message that names its key and says
 // what is wrong.
 func TestConfigureErrors(t *testing.T) {
@@ -30,7 +25,7 @@ func TestConfigureErrors(t *testing.T) {
 		{map[string]any{"typo_key": true}, `"typo_key"`, "unknown field"},
 		{map[string]any{"rdma": "yes"}, "rdma", "cannot unmarshal"},
 	} {
-		err := configure(t, newTestPlugin(newFakeSource(t, nil)), tc.raw)
+		err := sdktest.Configure(t, newTestPlugin(newFakeSource(t, nil)), tc.raw, sdk.Paths{})
 		if err == nil || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), tc.detail) {
 			t.Errorf("%v: error %v, want mention of %q and %q", tc.raw, err, tc.key, tc.detail)
 		}
@@ -40,7 +35,7 @@ func TestConfigureErrors(t *testing.T) {
 // An empty section gives the README's defaults.
 func TestConfigureDefaults(t *testing.T) {
 	p := newTestPlugin(newFakeSource(t, nil))
-	if err := configure(t, p, nil); err != nil {
+	if err := sdktest.Configure(t, p, nil, sdk.Paths{}); err != nil {
 		t.Fatal(err)
 	}
 	c := p.cfg
@@ -53,11 +48,11 @@ func TestConfigureDefaults(t *testing.T) {
 // Every key of the README's table is accepted and takes effect.
 func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 	p := newTestPlugin(newFakeSource(t, nil))
-	err := configure(t, p, map[string]any{
+	err := sdktest.Configure(t, p, map[string]any{
 		"rdma": false, "driver_stats": true, "standard_stats": false, "include": "^ens", "exclude": "v[0-9]+$",
 		"require_device": false, "driver_stat_include": "_phy$", "driver_stat_exclude": "^rx_err_lane",
 		"max_driver_stats_per_netdev": 50,
-	})
+	}, sdk.Paths{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +78,10 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 // applied (the regexps compiled before the bad one included).
 func TestConfigureRefusedKeepsSettings(t *testing.T) {
 	p := newTestPlugin(newFakeSource(t, nil))
-	if err := configure(t, p, map[string]any{"include": "^eth", "driver_stats": true}); err != nil {
+	if err := sdktest.Configure(t, p, map[string]any{"include": "^eth", "driver_stats": true}, sdk.Paths{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := configure(t, p, map[string]any{"include": "^ens", "exclude": "(", "driver_stats": false}); err == nil {
+	if err := sdktest.Configure(t, p, map[string]any{"include": "^ens", "exclude": "(", "driver_stats": false}, sdk.Paths{}); err == nil {
 		t.Fatal("bad exclude accepted")
 	}
 	if p.cfg.Include != "^eth" || !p.cfg.include.MatchString("eth0") || p.cfg.include.MatchString("ens1") || p.cfg.exclude != nil || !p.cfg.DriverStats {

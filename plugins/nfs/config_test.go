@@ -28,13 +28,13 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 	dir := t.TempDir()
 	ms := filepath.Join(dir, "1", "mountstats")
 	p := newPlugin()
-	err := p.Configure(t.Context(), sdktest.Config(t, map[string]any{
+	err := sdktest.Configure(t, p, map[string]any{
 		"mountstats_path": ms,
 		"net_dir":         filepath.Join(dir, "net"),
 		"volume_id_regex": `^/(?P<volume_id>[^/]+)`,
 		"operations":      []any{" Read", "READ", "commit"},
 		"server_port":     20049,
-	}, sdk.Paths{}))
+	}, sdk.Paths{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 
 	// The defaults: mountstats under the host's procfs, net/ next to it.
 	p = newPlugin()
-	if err := p.Configure(t.Context(), sdktest.Config(t, nil, sdk.Paths{Procfs: "/host/proc"})); err != nil {
+	if err := sdktest.Configure(t, p, nil, sdk.Paths{Procfs: "/host/proc"}); err != nil {
 		t.Fatal(err)
 	}
 	if p.mountstats != "/host/proc/self/mountstats" || p.netDir != "/host/proc/self/net" || p.port != 2049 ||
@@ -65,14 +65,14 @@ func TestConfigureRejects(t *testing.T) {
 		"unknown_key":     {"unknown_key": 1},
 		"operations":      {"operations": "read"},
 	} {
-		err := newPlugin().Configure(t.Context(), sdktest.Config(t, raw, sdk.Paths{}))
+		err := sdktest.Configure(t, newPlugin(), raw, sdk.Paths{})
 		if err == nil {
 			t.Errorf("config %v accepted", raw)
 		} else if !strings.Contains(err.Error(), key) {
 			t.Errorf("config %v: error %q does not name %s", raw, err, key)
 		}
 	}
-	if err := newPlugin().Configure(t.Context(), sdktest.Config(t, map[string]any{"server_port": 0}, sdk.Paths{})); err == nil ||
+	if err := sdktest.Configure(t, newPlugin(), map[string]any{"server_port": 0}, sdk.Paths{}); err == nil ||
 		!strings.HasPrefix(err.Error(), "server_port: ") {
 		t.Errorf("server_port 0: %v", err)
 	}

@@ -19,7 +19,7 @@ func configure(t *testing.T, raw map[string]any) (*plugin, error) {
 	p := newPlugin()
 	p.log = hclog.NewNullLogger()
 	t.Cleanup(p.Close)
-	return p, p.Configure(t.Context(), sdktest.Config(t, raw, sdk.Paths{Sysfs: t.TempDir()}))
+	return p, sdktest.Configure(t, p, raw, sdk.Paths{Sysfs: t.TempDir()})
 }
 
 // TestConfigureErrors: each bad setting is refused with a message that

@@ -43,7 +43,7 @@ func configured(t *testing.T, f *fakeDevices, raw map[string]any) (*plugin, stri
 	t.Helper()
 	root := sysfsFixture(t, "sysfs")
 	p := testPlugin(t, f)
-	if err := p.Configure(context.Background(), sdktest.Config(t, raw, sdk.Paths{Sysfs: root})); err != nil {
+	if err := sdktest.Configure(t, p, raw, sdk.Paths{Sysfs: root}); err != nil {
 		t.Fatal(err)
 	}
 	return p, root
@@ -115,7 +115,7 @@ func TestReconfigureReplacesPoller(t *testing.T) {
 	p, root := configured(t, f, map[string]any{"smart_interval": "1h"})
 	waitFor(t, "first round", func() bool { return p.readsDone() >= 3 })
 	first := p.current()
-	if err := p.Configure(context.Background(), sdktest.Config(t, map[string]any{"smart_interval": "2h"}, sdk.Paths{Sysfs: root})); err != nil {
+	if err := sdktest.Configure(t, p, map[string]any{"smart_interval": "2h"}, sdk.Paths{Sysfs: root}); err != nil {
 		t.Fatal(err)
 	}
 	if p.current() == first || p.current().interval != 2*time.Hour {

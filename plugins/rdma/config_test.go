@@ -9,11 +9,6 @@ import (
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
-func configure(t *testing.T, p *plugin, raw map[string]any) error {
-	t.Helper()
-	return p.Configure(t.Context(), sdktest.Config(t, raw, sdk.Paths{Sysfs: t.TempDir()}))
-}
-
 // Each bad setting is refused with a message that names its key.
 func TestConfigureErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -26,7 +21,7 @@ func TestConfigureErrors(t *testing.T) {
 		{map[string]any{"optional_counters": "yes"}, "optional_counters", "cannot unmarshal"},
 		{map[string]any{"qp_counters": 1}, "qp_counters", "cannot unmarshal"},
 	} {
-		err := configure(t, newPlugin(), tc.raw)
+		err := sdktest.Configure(t, newPlugin(), tc.raw, sdk.Paths{})
 		if err == nil || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), tc.detail) {
 			t.Errorf("%v: error %v, want mention of %q and %q", tc.raw, err, tc.key, tc.detail)
 		}
@@ -36,7 +31,7 @@ func TestConfigureErrors(t *testing.T) {
 // An empty section: optional counters on, QP counters off, nothing excluded.
 func TestConfigureDefaults(t *testing.T) {
 	p := newPlugin()
-	if err := configure(t, p, nil); err != nil {
+	if err := sdktest.Configure(t, p, nil, sdk.Paths{}); err != nil {
 		t.Fatal(err)
 	}
 	if !p.optional || p.qp || len(p.sysfs.exclude) != 0 {
@@ -48,7 +43,7 @@ func TestConfigureDefaults(t *testing.T) {
 // section leaves the running settings.
 func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 	p := newPlugin()
-	if err := configure(t, p, map[string]any{"exclude_devices": []any{"mlx5_1", "rxe0"}, "optional_counters": false, "qp_counters": true}); err != nil {
+	if err := sdktest.Configure(t, p, map[string]any{"exclude_devices": []any{"mlx5_1", "rxe0"}, "optional_counters": false, "qp_counters": true}, sdk.Paths{}); err != nil {
 		t.Fatal(err)
 	}
 	var excluded []string
@@ -59,7 +54,7 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 	if p.optional || !p.qp || !slices.Equal(excluded, []string{"mlx5_1", "rxe0"}) {
 		t.Errorf("settings: optional=%v qp=%v exclude=%v", p.optional, p.qp, excluded)
 	}
-	if err := configure(t, p, map[string]any{"exclude_devices": []any{""}, "qp_counters": false}); err == nil {
+	if err := sdktest.Configure(t, p, map[string]any{"exclude_devices": []any{""}, "qp_counters": false}, sdk.Paths{}); err == nil {
 		t.Fatal("empty device name accepted")
 	}
 	if !p.qp || len(p.sysfs.exclude) != 2 {

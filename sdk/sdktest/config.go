@@ -34,3 +34,11 @@ func Config(t testing.TB, raw map[string]any, paths sdk.Paths) sdk.Config {
 	}
 	return sdk.Config{Raw: s, Filter: f, Paths: paths}
 }
+
+// Configure calls p's Configure as the host would, with Config(t, raw,
+// paths), and returns its error, for config tests that check what a plugin
+// accepts and how it refuses the rest.
+func Configure(t testing.TB, p sdk.Plugin, raw map[string]any, paths sdk.Paths) error {
+	t.Helper()
+	return p.Configure(t.Context(), Config(t, raw, paths))
+}
