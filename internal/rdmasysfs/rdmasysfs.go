@@ -13,12 +13,8 @@
 package rdmasysfs
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 
 	"github.com/plexporter/plexporter/internal/sysfs"
 )
@@ -36,20 +32,7 @@ func (c Class) DeviceDir(device string) string { return filepath.Join(c.Dir(), d
 
 // Devices lists the RDMA devices in name order. A missing class directory
 // means no RDMA stack is loaded: no devices and no error.
-func (c Class) Devices() ([]string, error) {
-	entries, err := os.ReadDir(c.Dir())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Name() // os.ReadDir sorts by name
-	}
-	return names, nil
-}
+func (c Class) Devices() ([]string, error) { return sysfs.Names(c.Dir()) }
 
 // Identity is what sysfs says about the PCI function behind an RDMA device.
 // It does not change while the device exists, so callers may cache it.
@@ -102,31 +85,15 @@ type Port struct {
 // without a ports directory has no ports and no error.
 func (c Class) Ports(device string) ([]Port, error) {
 	dir := filepath.Join(c.DeviceDir(device), "ports")
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	entries, err := sysfs.Numbered(dir, "")
 	if err != nil {
 		return nil, err
 	}
 	var ports []Port
 	for _, e := range entries {
-		if n, ok := index(e.Name()); ok {
-			ports = append(ports, Port{Device: device, Num: n, Dir: filepath.Join(dir, e.Name())})
-		}
+		ports = append(ports, Port{Device: device, Num: e.Num, Dir: filepath.Join(dir, e.Name)})
 	}
-	slices.SortFunc(ports, func(a, b Port) int { return a.Num - b.Num })
 	return ports, nil
-}
-
-// index parses a sysfs index directory name: a decimal number as the
-// kernel prints it ("7", not "+7", "07" or "-1").
-func index(name string) (int, bool) {
-	n, err := strconv.Atoi(name)
-	if err != nil || n < 0 || strconv.Itoa(n) != name {
-		return 0, false
-	}
-	return n, true
 }
 
 // NetDev returns the port's network device: the netdev of its lowest
@@ -144,19 +111,9 @@ func index(name string) (int, bool) {
 // numeric, never the listing's.
 func (p Port) NetDev() string {
 	dir := filepath.Join(p.Dir, "gid_attrs", "ndevs")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return ""
-	}
-	idx := make([]int, 0, len(entries))
+	entries, _ := sysfs.Numbered(dir, "") // unreadable: no netdev
 	for _, e := range entries {
-		if n, ok := index(e.Name()); ok {
-			idx = append(idx, n)
-		}
-	}
-	slices.Sort(idx)
-	for _, n := range idx {
-		if v, err := sysfs.ReadAttr(filepath.Join(dir, strconv.Itoa(n))); err == nil && v != "" {
+		if v, err := sysfs.ReadAttr(filepath.Join(dir, e.Name)); err == nil && v != "" {
 			return v
 		}
 	}

@@ -1,6 +1,8 @@
 // Package sysfs reads sysfs attributes the way every plexporter plugin
 // needs them: one small file per read, bounded in size, as a label value
-// (Clean) or as a counter (ParseCounter).
+// (Clean) or as a counter (ParseCounter); and lists sysfs directories, a
+// missing one as empty, numbered entries (nvme10, ports/2) in numeric order
+// (Names, Numbered).
 //
 // A sysfs attribute is at most one page and is produced whole by a single
 // show() call, so a bounded read into a reused buffer is both the correct

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"unsafe"
 
@@ -69,9 +70,10 @@ func TestIoctlPlumbing(t *testing.T) {
 // checks that the failure is classified as a permission problem.
 func TestRealDevice(t *testing.T) {
 	paths, _ := filepath.Glob("/dev/nvme*")
+	controller := regexp.MustCompile(`^nvme[0-9]+$`) // nvme0, not the namespace nvme0n1
 	var ctrls []string
 	for _, p := range paths {
-		if controllerName.MatchString(filepath.Base(p)) {
+		if controller.MatchString(filepath.Base(p)) {
 			ctrls = append(ctrls, p)
 		}
 	}

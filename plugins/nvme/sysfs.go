@@ -1,21 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 
 	"github.com/plexporter/plexporter/internal/sysfs"
 )
-
-// controllerName matches NVMe controller entries of class/nvme (nvme0,
-// nvme12); namespaces and generic char devices (nvme0n1, ng0n1) live
-// elsewhere but are filtered out defensively.
-var controllerName = regexp.MustCompile(`^nvme[0-9]+$`)
 
 // identity is what sysfs tells about a controller without any privilege.
 type identity struct {
@@ -31,32 +22,20 @@ type identity struct {
 }
 
 // listControllers returns the controller names under <root>/class/nvme
-// (root is the sysfs mount), sorted. A missing class directory (no NVMe
-// driver loaded) is no controllers.
+// (root is the sysfs mount) in numeric order (nvme2 before nvme10). Only
+// nvme<N> entries are controllers: namespaces and generic char devices
+// (nvme0n1, ng0n1) live elsewhere but are filtered out defensively. A
+// missing class directory (no NVMe driver loaded) is no controllers.
 func listControllers(root string) ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(root, "class", "nvme"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	entries, err := sysfs.Numbered(filepath.Join(root, "class", "nvme"), "nvme")
 	if err != nil {
 		return nil, err
 	}
 	var names []string
 	for _, e := range entries {
-		if controllerName.MatchString(e.Name()) {
-			names = append(names, e.Name())
-		}
+		names = append(names, e.Name)
 	}
-	sort.Slice(names, func(i, j int) bool { return ctrlLess(names[i], names[j]) })
 	return names, nil
-}
-
-// ctrlLess orders nvme2 before nvme10.
-func ctrlLess(a, b string) bool {
-	if len(a) != len(b) {
-		return len(a) < len(b)
-	}
-	return a < b
 }
 
 // readIdentity reads the identity attributes of one controller under the
