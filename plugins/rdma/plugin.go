@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"sync"
 	"time"
@@ -84,13 +85,8 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		sysfsOK = 0
 		w.Error("sysfs", err)
 	}
-	hwNames := map[string]map[int]map[string]bool{} // device -> port -> hw_counters names
 	for _, d := range devs {
 		p.writeDevice(w, d)
-		hwNames[d.name] = map[int]map[string]bool{}
-		for _, port := range d.ports {
-			hwNames[d.name][port.num] = port.hwNames
-		}
 	}
 	w.Gauge(descCollectorSuccess, sysfsOK, "sysfs")
 
@@ -106,7 +102,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			w.Gauge(descCollectorSuccess, 1, "qp-counters")
 		}
 	default:
-		p.collectNetlink(ctx, w, devs, hwNames)
+		p.collectNetlink(ctx, w, devs)
 	}
 
 	w.Counter(descScrapeErrors, float64(p.scrapeErrs))
@@ -165,7 +161,7 @@ func (p *plugin) qpWanted(w *sdk.Writer) bool {
 // collectNetlink runs the optional-counter and QP sub-collectors over one
 // RDMA netlink connection, for the devices sysfs reported (so
 // exclude_devices applies to both).
-func (p *plugin) collectNetlink(ctx context.Context, w *sdk.Writer, devs []deviceData, hwNames map[string]map[int]map[string]bool) {
+func (p *plugin) collectNetlink(ctx context.Context, w *sdk.Writer, devs []deviceData) {
 	fail := func(err error) {
 		if p.optional {
 			p.optionalErr++
@@ -195,141 +191,153 @@ func (p *plugin) collectNetlink(ctx context.Context, w *sdk.Writer, devs []devic
 		fail(err)
 		return
 	}
-	byName := map[string]nlDevice{}
-	for _, d := range nlDevs {
-		byName[d.name] = d
-	}
+	ports := netlinkPorts(ctx, devs, nlDevs)
 
 	if p.optional {
-		p.collectOptional(ctx, w, client, devs, byName, hwNames)
+		p.collectOptional(ctx, w, client, ports)
 		w.Gauge(descCollectorSuccess, 1, "optional-counters")
 	}
 	if p.qp {
-		p.collectQP(ctx, w, client, devs, byName)
+		p.collectQP(ctx, w, client, ports)
 		w.Gauge(descCollectorSuccess, 1, "qp-counters")
 	}
 }
 
-func (p *plugin) collectOptional(ctx context.Context, w *sdk.Writer, c *nldevClient, devs []deviceData, byName map[string]nlDevice, hwNames map[string]map[int]map[string]bool) {
-	for _, d := range devs {
-		nd, ok := byName[d.name]
-		if !ok {
-			continue // not visible in this network namespace
-		}
-		for _, port := range d.ports {
-			if ctx.Err() != nil {
-				return
+// nlPort is a port sysfs listed on a device RDMA netlink also reports.
+type nlPort struct {
+	device  string          // the device label
+	index   uint32          // the device's netlink index
+	num     uint32          // the port number
+	label   string          // num, as the port label
+	hwNames map[string]bool // sysfs's hw_counters/ names (sysfs wins over netlink)
+}
+
+// netlinkPorts yields the ports of devs, in their order, whose device
+// netlink reports (a device of another network namespace is skipped), and
+// stops when ctx ends.
+func netlinkPorts(ctx context.Context, devs []deviceData, nlDevs []nlDevice) iter.Seq[nlPort] {
+	byName := map[string]nlDevice{}
+	for _, d := range nlDevs {
+		byName[d.name] = d
+	}
+	return func(yield func(nlPort) bool) {
+		for _, d := range devs {
+			nd, ok := byName[d.name]
+			if !ok {
+				continue // not visible in this network namespace
 			}
-			pl := strconv.Itoa(port.num)
-			status, err := c.statStatus(ctx, nd.index, uint32(port.num))
-			if err != nil {
-				p.optionalErr++
-				w.Error("optional-counters", fmt.Errorf("%s/%d: counter status: %w", d.name, port.num, err))
-				continue
-			}
-			var enabled []string
-			for _, s := range status {
-				if !s.dynamic {
-					continue
+			for _, port := range d.ports {
+				if ctx.Err() != nil {
+					return
 				}
-				v := 0.0
-				if s.enabled {
-					v = 1
-					enabled = append(enabled, s.name)
+				if !yield(nlPort{device: d.name, index: nd.index, num: uint32(port.num), label: strconv.Itoa(port.num), hwNames: port.hwNames}) {
+					return
 				}
-				w.Gauge(descOptionalEnabled, v, d.name, pl, s.name)
-			}
-			if len(enabled) == 0 {
-				continue
-			}
-			values, err := c.statValues(ctx, nd.index, uint32(port.num))
-			if err != nil {
-				p.optionalErr++
-				w.Error("optional-counters", fmt.Errorf("%s/%d: counter values: %w", d.name, port.num, err))
-				continue
-			}
-			got := map[string]uint64{}
-			for _, v := range values {
-				if v.hasValue {
-					got[v.name] = v.value
-				}
-			}
-			for _, name := range enabled {
-				v, ok := got[name]
-				if !ok {
-					p.optionalErr++
-					w.Error("optional-counters", fmt.Errorf("%s/%d: enabled optional counter %s has no value", d.name, port.num, name))
-					continue
-				}
-				desc, mapped := optionalDescs[name]
-				if !mapped || hwNames[d.name][port.num][name] {
-					continue // unmapped names only show on rdma_optional_counter_enabled
-				}
-				w.Counter(desc, float64(v), d.name, pl)
 			}
 		}
 	}
 }
 
-func (p *plugin) collectQP(ctx context.Context, w *sdk.Writer, c *nldevClient, devs []deviceData, byName map[string]nlDevice) {
-	for _, d := range devs {
-		nd, ok := byName[d.name]
-		if !ok {
+func (p *plugin) collectOptional(ctx context.Context, w *sdk.Writer, c *nldevClient, ports iter.Seq[nlPort]) {
+	for pt := range ports {
+		status, err := c.statStatus(ctx, pt.index, pt.num)
+		if err != nil {
+			p.optionalErr++
+			w.Error("optional-counters", fmt.Errorf("%s/%d: counter status: %w", pt.device, pt.num, err))
 			continue
 		}
-		for _, port := range d.ports {
-			if ctx.Err() != nil {
-				return
-			}
-			pl := strconv.Itoa(port.num)
-			mode, err := c.qpMode(ctx, nd.index, uint32(port.num))
-			if err != nil {
-				p.qpErrs++
-				w.Error("qp-counters", fmt.Errorf("%s/%d: QP counter mode: %w", d.name, port.num, err))
-				p.qpStatus(w, d.name, pl, "error")
+		var enabled []string
+		for _, s := range status {
+			if !s.dynamic {
 				continue
 			}
-			for _, m := range []string{"none", "auto", "manual"} {
-				w.Gauge(descQPMode, b2f(mode.name() == m), d.name, pl, m)
+			v := 0.0
+			if s.enabled {
+				v = 1
+				enabled = append(enabled, s.name)
 			}
-			w.Gauge(descQPAutoMask, b2f(mode.maskType), d.name, pl, "type")
-			w.Gauge(descQPAutoMask, b2f(mode.maskPID), d.name, pl, "pid")
-			if mode.mode != counterModeAuto || !mode.maskType || mode.maskPID {
-				continue // only "auto type-only" is dumped
+			w.Gauge(descOptionalEnabled, v, pt.device, pt.label, s.name)
+		}
+		if len(enabled) == 0 {
+			continue
+		}
+		values, err := c.statValues(ctx, pt.index, pt.num)
+		if err != nil {
+			p.optionalErr++
+			w.Error("optional-counters", fmt.Errorf("%s/%d: counter values: %w", pt.device, pt.num, err))
+			continue
+		}
+		got := map[string]uint64{}
+		for _, v := range values {
+			if v.hasValue {
+				got[v.name] = v.value
 			}
-			sets, err := c.qpSets(ctx, nd.index, uint32(port.num))
-			if err != nil {
-				p.qpErrs++
-				w.Error("qp-counters", fmt.Errorf("%s/%d: QP counter dump: %w", d.name, port.num, err))
-				if errors.Is(err, errDumpOverflow) {
-					p.qpStatus(w, d.name, pl, "overflow")
-				} else {
-					p.qpStatus(w, d.name, pl, "error")
-				}
+		}
+		for _, name := range enabled {
+			v, ok := got[name]
+			if !ok {
+				p.optionalErr++
+				w.Error("optional-counters", fmt.Errorf("%s/%d: enabled optional counter %s has no value", pt.device, pt.num, name))
 				continue
 			}
-			p.qpStatus(w, d.name, pl, "ok")
-			totals := map[string]map[string]uint64{}
-			var types []string
-			for _, s := range sets {
-				if !s.autoType() {
-					continue
-				}
-				if totals[s.qpType] == nil {
-					totals[s.qpType] = map[string]uint64{}
-					types = append(types, s.qpType)
-				}
-				for _, n := range qpValueNames {
-					if v, ok := s.stats[n]; ok {
-						totals[s.qpType][n] += v
-					}
+			desc, mapped := optionalDescs[name]
+			if !mapped || pt.hwNames[name] {
+				continue // unmapped names only show on rdma_optional_counter_enabled
+			}
+			w.Counter(desc, float64(v), pt.device, pt.label)
+		}
+	}
+}
+
+func (p *plugin) collectQP(ctx context.Context, w *sdk.Writer, c *nldevClient, ports iter.Seq[nlPort]) {
+	for pt := range ports {
+		mode, err := c.qpMode(ctx, pt.index, pt.num)
+		if err != nil {
+			p.qpErrs++
+			w.Error("qp-counters", fmt.Errorf("%s/%d: QP counter mode: %w", pt.device, pt.num, err))
+			p.qpStatus(w, pt.device, pt.label, "error")
+			continue
+		}
+		for _, m := range []string{"none", "auto", "manual"} {
+			w.Gauge(descQPMode, b2f(mode.name() == m), pt.device, pt.label, m)
+		}
+		w.Gauge(descQPAutoMask, b2f(mode.maskType), pt.device, pt.label, "type")
+		w.Gauge(descQPAutoMask, b2f(mode.maskPID), pt.device, pt.label, "pid")
+		if mode.mode != counterModeAuto || !mode.maskType || mode.maskPID {
+			continue // only "auto type-only" is dumped
+		}
+		sets, err := c.qpSets(ctx, pt.index, pt.num)
+		if err != nil {
+			p.qpErrs++
+			w.Error("qp-counters", fmt.Errorf("%s/%d: QP counter dump: %w", pt.device, pt.num, err))
+			if errors.Is(err, errDumpOverflow) {
+				p.qpStatus(w, pt.device, pt.label, "overflow")
+			} else {
+				p.qpStatus(w, pt.device, pt.label, "error")
+			}
+			continue
+		}
+		p.qpStatus(w, pt.device, pt.label, "ok")
+		totals := map[string]map[string]uint64{}
+		var types []string
+		for _, s := range sets {
+			if !s.autoType() {
+				continue
+			}
+			if totals[s.qpType] == nil {
+				totals[s.qpType] = map[string]uint64{}
+				types = append(types, s.qpType)
+			}
+			for _, n := range qpValueNames {
+				if v, ok := s.stats[n]; ok {
+					totals[s.qpType][n] += v
 				}
 			}
-			for _, t := range types {
-				for _, n := range qpValueNames {
-					if v, ok := totals[t][n]; ok {
-						w.Counter(qpDescs[n], float64(v), d.name, pl, t)
-					}
+		}
+		for _, t := range types {
+			for _, n := range qpValueNames {
+				if v, ok := totals[t][n]; ok {
+					w.Counter(qpDescs[n], float64(v), pt.device, pt.label, t)
 				}
 			}
 		}
