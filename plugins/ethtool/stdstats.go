@@ -116,18 +116,24 @@ func (s *stdStats) empty() bool {
 // decodeStatsReply decodes the attributes of an ETHTOOL_MSG_STATS_GET_REPLY
 // into st. Unknown attributes, groups and stats (newer kernels) are skipped.
 func decodeStatsReply(b []byte, st *stdStats) error {
+	return decodeNested(b, "stats reply", aStatsGrp, func(g *netlink.AttributeDecoder) error { return decodeStatsGroup(g, st) })
+}
+
+// decodeNested runs fn on every nested attribute of type typ among a
+// reply's top-level attributes; the others (the header, attributes of newer
+// kernels) are skipped. what names the reply in errors.
+func decodeNested(b []byte, what string, typ uint16, fn func(*netlink.AttributeDecoder) error) error {
 	ad, err := netlink.NewAttributeDecoder(b)
 	if err != nil {
-		return fmt.Errorf("stats reply: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	for ad.Next() {
-		if ad.Type() != aStatsGrp {
-			continue
+		if ad.Type() == typ {
+			ad.Nested(fn)
 		}
-		ad.Nested(func(g *netlink.AttributeDecoder) error { return decodeStatsGroup(g, st) })
 	}
 	if err := ad.Err(); err != nil {
-		return fmt.Errorf("stats reply: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
@@ -199,31 +205,18 @@ func decodeStatsGroup(ad *netlink.AttributeDecoder, st *stdStats) error {
 
 // decodePauseReply decodes an ETHTOOL_MSG_PAUSE_GET_REPLY's statistics.
 func decodePauseReply(b []byte, st *stdStats) error {
-	ad, err := netlink.NewAttributeDecoder(b)
-	if err != nil {
-		return fmt.Errorf("pause reply: %w", err)
-	}
-	for ad.Next() {
-		if ad.Type() != aPauseStats {
-			continue
-		}
-		ad.Nested(func(s *netlink.AttributeDecoder) error {
-			for s.Next() {
-				switch s.Type() {
-				case aPauseStatTxFrames, aPauseStatRxFrames:
-					if st.Pause == nil {
-						st.Pause = map[uint16]uint64{}
-					}
-					st.Pause[s.Type()] = s.Uint64()
+	return decodeNested(b, "pause reply", aPauseStats, func(s *netlink.AttributeDecoder) error {
+		for s.Next() {
+			switch s.Type() {
+			case aPauseStatTxFrames, aPauseStatRxFrames:
+				if st.Pause == nil {
+					st.Pause = map[uint16]uint64{}
 				}
+				st.Pause[s.Type()] = s.Uint64()
 			}
-			return s.Err()
-		})
-	}
-	if err := ad.Err(); err != nil {
-		return fmt.Errorf("pause reply: %w", err)
-	}
-	return nil
+		}
+		return s.Err()
+	})
 }
 
 // decodeFECReply decodes an ETHTOOL_MSG_FEC_GET_REPLY's statistics. Each
@@ -231,42 +224,29 @@ func decodePauseReply(b []byte, st *stdStats) error {
 // driver counts per lane. An empty array means the driver has no such
 // counter.
 func decodeFECReply(b []byte, st *stdStats) error {
-	ad, err := netlink.NewAttributeDecoder(b)
-	if err != nil {
-		return fmt.Errorf("FEC reply: %w", err)
-	}
-	for ad.Next() {
-		if ad.Type() != aFECStats {
-			continue
-		}
-		ad.Nested(func(s *netlink.AttributeDecoder) error {
-			for s.Next() {
-				switch s.Type() {
-				case aFECStatCorrected, aFECStatUncorr, aFECStatCorrBits:
-					raw := s.Bytes()
-					if len(raw)%8 != 0 {
-						return fmt.Errorf("FEC stat %d: %d bytes, not a u64 array", s.Type(), len(raw))
-					}
-					if len(raw) == 0 {
-						continue
-					}
-					vals := make([]uint64, len(raw)/8)
-					for i := range vals {
-						vals[i] = binary.NativeEndian.Uint64(raw[i*8:])
-					}
-					if st.FEC == nil {
-						st.FEC = map[uint16][]uint64{}
-					}
-					st.FEC[s.Type()] = vals
+	return decodeNested(b, "FEC reply", aFECStats, func(s *netlink.AttributeDecoder) error {
+		for s.Next() {
+			switch s.Type() {
+			case aFECStatCorrected, aFECStatUncorr, aFECStatCorrBits:
+				raw := s.Bytes()
+				if len(raw)%8 != 0 {
+					return fmt.Errorf("FEC stat %d: %d bytes, not a u64 array", s.Type(), len(raw))
 				}
+				if len(raw) == 0 {
+					continue
+				}
+				vals := make([]uint64, len(raw)/8)
+				for i := range vals {
+					vals[i] = binary.NativeEndian.Uint64(raw[i*8:])
+				}
+				if st.FEC == nil {
+					st.FEC = map[uint16][]uint64{}
+				}
+				st.FEC[s.Type()] = vals
 			}
-			return s.Err()
-		})
-	}
-	if err := ad.Err(); err != nil {
-		return fmt.Errorf("FEC reply: %w", err)
-	}
-	return nil
+		}
+		return s.Err()
+	})
 }
 
 // stdRequest says which parts of the standard statistics to read.
