@@ -18,7 +18,7 @@ import (
 // sysfsFixture unpacks testdata/<name>.ttar and returns its sysfs root.
 func sysfsFixture(t testing.TB, name string) string {
 	t.Helper()
-	return filepath.Join(sdktest.Unpack(t, "testdata/"+name+".ttar"), "sys")
+	return sdktest.UnpackSysfs(t, "testdata/"+name+".ttar")
 }
 
 var fixedNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) // 1795953600

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,17 +15,46 @@ import (
 
 var allButMlx50 = []any{"mlx5_1", "mlx5_2", "ionic_0", "rxe0"}
 
-// Fixture tree: mlx5 RoCE PF, its VF, native IB, ionic, rxe; sysfs only.
-func TestGoldenFixtureTree(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
-	res := sdktest.Run(t, newPlugin(), sdktest.Options{Sysfs: root, Config: map[string]any{"optional_counters": false}})
+// runGolden runs one scrape of p, which must succeed without partial
+// errors, compares the exposition with the golden file and lints it with
+// promtool; it returns the exposition.
+func runGolden(t *testing.T, p *plugin, opts sdktest.Options, golden string) string {
+	t.Helper()
+	res := sdktest.Run(t, p, opts)
 	if res.Status != nil || len(res.Errors) != 0 {
 		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
 	}
 	text := res.Text(t)
-	sdktest.Golden(t, text, "testdata/fixtures.golden")
+	sdktest.Golden(t, text, golden)
 	sdktest.Promtool(t, text)
-	for _, want := range []string{
+	return text
+}
+
+// mustContain fails for each of want that the exposition lacks.
+func mustContain(t *testing.T, text string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("missing %s", w)
+		}
+	}
+}
+
+// mustNotContain fails for each of bad that the exposition has.
+func mustNotContain(t *testing.T, text string, bad ...string) {
+	t.Helper()
+	for _, b := range bad {
+		if strings.Contains(text, b) {
+			t.Errorf("unexpected %s", b)
+		}
+	}
+}
+
+// Fixture tree: mlx5 RoCE PF, its VF, native IB, ionic, rxe; sysfs only.
+func TestGoldenFixtureTree(t *testing.T) {
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
+	text := runGolden(t, newPlugin(), sdktest.Options{Sysfs: root, Config: map[string]any{"optional_counters": false}}, "testdata/fixtures.golden")
+	mustContain(t, text,
 		`rdma_port_info{device="mlx5_2",port="1",netdev="ens1f0v0",link_layer="Ethernet",state="ACTIVE",phys_state="LINK_UP",link_width="4X",link_speed="200 Gb/sec",pci_addr="0000:17:00.2",is_vf="true",pf_device="mlx5_0"} 1`,
 		`rdma_port_info{device="rxe0",port="1",netdev="eno1",link_layer="Ethernet",state="ACTIVE",phys_state="LINK_UP",link_width="1X",link_speed="25 Gb/sec",pci_addr="",is_vf="false",pf_device=""} 1`,
 		`rdma_port_info{device="mlx5_1",port="1",netdev="",link_layer="InfiniBand",state="ACTIVE",phys_state="LINK_UP",link_width="4X",link_speed="200 Gb/sec",pci_addr="0000:c4:00.0",is_vf="false",pf_device=""} 1`,
@@ -35,21 +63,13 @@ func TestGoldenFixtureTree(t *testing.T) {
 		`rdma_scrape_collector_success{collector="sysfs"} 1`,
 		`rdma_resp_rx_outouf_seq_total{device="ionic_0",port="1"}`,
 		`rdma_vl15_dropped_total{device="mlx5_0",port="1"}`,
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("missing %s", want)
-		}
-	}
-	for _, bad := range []string{"rdma_lifespan_total", `collector="optional-counters"`, "rdma_qp_"} {
-		if strings.Contains(text, bad) {
-			t.Errorf("unexpected %s", bad)
-		}
-	}
+	)
+	mustNotContain(t, text, "rdma_lifespan_total", `collector="optional-counters"`, "rdma_qp_")
 }
 
 // The real Linux 6.1 rxe capture.
 func TestGoldenRxeReal(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/rxe-real.ttar"), "sys")
+	root := sdktest.UnpackSysfs(t, "testdata/rxe-real.ttar")
 	r := &replay{t: t, table: []exchangeFile{
 		{real("req_get_dump.bin"), []string{real("resp_get_dump_01.bin"), real("resp_get_dump_02.bin")}},
 		{real("req_stat_get_status_rxe0_p1.bin"), []string{real("resp_stat_get_status_rxe0_p1_01.bin"), real("resp_stat_get_status_rxe0_p1_02.bin")}},
@@ -57,17 +77,9 @@ func TestGoldenRxeReal(t *testing.T) {
 	}}
 	p := newPlugin()
 	p.dial = r.dial
-	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"qp_counters": true}})
-	if res.Status != nil || len(res.Errors) != 0 {
-		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
-	}
-	text := res.Text(t)
-	sdktest.Golden(t, text, "testdata/rxe-real.golden")
-	sdktest.Promtool(t, text)
+	text := runGolden(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"qp_counters": true}}, "testdata/rxe-real.golden")
 	// mode none: no dump, so no scrape status.
-	if strings.Contains(text, "rdma_qp_scrape_status") {
-		t.Error("QP dump status emitted although mode is none")
-	}
+	mustNotContain(t, text, "rdma_qp_scrape_status")
 	for _, m := range r.sent {
 		if m.Header.Flags&netlink.Dump != 0 && int(m.Header.Type)&0x3ff == cmdStatGet {
 			t.Error("QP dump sent although mode is none")
@@ -78,36 +90,24 @@ func TestGoldenRxeReal(t *testing.T) {
 // mlx5_0 with cc_rx_ce_pkts enabled (hand-encoded messages), other devices
 // excluded.
 func TestGoldenOptionalCounters(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
 	r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1_optional_on.bin")}
 	p := newPlugin()
 	p.dial = r.dial
-	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"exclude_devices": allButMlx50}})
-	if res.Status != nil || len(res.Errors) != 0 {
-		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
-	}
-	text := res.Text(t)
-	sdktest.Golden(t, text, "testdata/optional.golden")
-	sdktest.Promtool(t, text)
-	for _, want := range []string{
+	text := runGolden(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"exclude_devices": allButMlx50}}, "testdata/optional.golden")
+	mustContain(t, text,
 		`rdma_optional_counter_enabled{device="mlx5_0",port="1",counter="cc_rx_ce_pkts"} 1`,
 		`rdma_optional_counter_enabled{device="mlx5_0",port="1",counter="rdma_tx_bytes"} 0`,
 		`rdma_scrape_collector_success{collector="optional-counters"} 1`,
 		"rdma_optional_counter_scrape_errors_total 0",
 		"rdma_cc_rx_ce_pkts_total{",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("missing %s", want)
-		}
-	}
-	if strings.Contains(text, "ionic_0") || strings.Contains(text, "rxe0") {
-		t.Error("excluded device exported")
-	}
+	)
+	mustNotContain(t, text, "ionic_0", "rxe0") // excluded devices
 }
 
 // Enabled counter without a value: counted, no series.
 func TestOptionalEnabledWithoutValue(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
 	r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1.bin")} // cc_rx_ce_pkts missing
 	p := newPlugin()
 	p.dial = r.dial
@@ -123,17 +123,12 @@ func TestOptionalEnabledWithoutValue(t *testing.T) {
 
 // Netlink unavailable: the sysfs part is intact, success gauge 0.
 func TestOptionalDialFailure(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
 	p := newPlugin()
 	p.dial = func() (nlConn, error) { return nil, os.ErrPermission }
 	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root})
-	text := res.Text(t)
-	for _, want := range []string{`rdma_scrape_collector_success{collector="optional-counters"} 0`,
-		"rdma_optional_counter_scrape_errors_total 1", `rdma_port_info{device="mlx5_0"`} {
-		if !strings.Contains(text, want) {
-			t.Errorf("missing %s", want)
-		}
-	}
+	mustContain(t, res.Text(t), `rdma_scrape_collector_success{collector="optional-counters"} 0`,
+		"rdma_optional_counter_scrape_errors_total 1", `rdma_port_info{device="mlx5_0"`)
 }
 
 // A host without RDMA devices refuses NETLINK_RDMA sockets: no device
@@ -147,12 +142,8 @@ func TestNoDevicesSkipsNetlink(t *testing.T) {
 	if dialed || len(res.Errors) != 0 {
 		t.Fatalf("dialed=%v errors=%v", dialed, res.Errors)
 	}
-	for _, want := range []string{`rdma_scrape_collector_success{collector="optional-counters"} 1`,
-		`rdma_scrape_collector_success{collector="qp-counters"} 1`, "rdma_optional_counter_scrape_errors_total 0"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("missing %s in\n%s", want, text)
-		}
-	}
+	mustContain(t, text, `rdma_scrape_collector_success{collector="optional-counters"} 1`,
+		`rdma_scrape_collector_success{collector="qp-counters"} 1`, "rdma_optional_counter_scrape_errors_total 0")
 }
 
 func qpModeReply(mode, mask uint32) []netlink.Message {
@@ -213,7 +204,7 @@ func qpKeys() (mode, dump string) {
 }
 
 func TestGoldenQPCounters(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
 	mk, dk := qpKeys()
 	r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1_optional_on.bin"), override: map[string][]netlink.Message{
 		mk: qpModeReply(counterModeAuto, autoMaskType),
@@ -226,14 +217,10 @@ func TestGoldenQPCounters(t *testing.T) {
 	}}
 	p := newPlugin()
 	p.dial = r.dial
-	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"exclude_devices": allButMlx50, "qp_counters": true, "optional_counters": false}})
-	if res.Status != nil || len(res.Errors) != 0 {
-		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
-	}
-	text := res.Text(t)
-	sdktest.Golden(t, text, "testdata/qp.golden")
-	sdktest.Promtool(t, text)
-	for _, want := range []string{
+	text := runGolden(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{
+		"exclude_devices": allButMlx50, "qp_counters": true, "optional_counters": false,
+	}}, "testdata/qp.golden")
+	mustContain(t, text,
 		`rdma_qp_rx_write_requests_total{device="mlx5_0",port="1",qp_type="RC"} 15`,
 		`rdma_qp_rx_write_requests_total{device="mlx5_0",port="1",qp_type="UD"} 1`,
 		`rdma_qp_rx_bytes_total{device="mlx5_0",port="1",qp_type="RC"} 1024`,
@@ -242,18 +229,12 @@ func TestGoldenQPCounters(t *testing.T) {
 		`rdma_qp_auto_mask{device="mlx5_0",port="1",criteria="type"} 1`,
 		`rdma_qp_auto_mask{device="mlx5_0",port="1",criteria="pid"} 0`,
 		`rdma_scrape_collector_success{collector="qp-counters"} 1`,
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("missing %s", want)
-		}
-	}
-	if strings.Contains(text, "not_exported") || strings.Contains(text, "rdma_optional_counter") {
-		t.Error("unexpected series")
-	}
+	)
+	mustNotContain(t, text, "not_exported", "rdma_optional_counter")
 }
 
 func TestQPOverflow(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
 	mk, dk := qpKeys()
 	var many []netlink.Message
 	one := qpDumpReply(qpEntry(2, false, map[string]uint64{"rx_write_requests": 1}))
@@ -267,15 +248,9 @@ func TestQPOverflow(t *testing.T) {
 	p.dial = r.dial
 	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"exclude_devices": allButMlx50, "qp_counters": true, "optional_counters": false}})
 	text := res.Text(t)
-	for _, want := range []string{`rdma_qp_scrape_status{device="mlx5_0",port="1",result="overflow"} 1`, "rdma_qp_scrape_errors_total 1",
-		`rdma_port_xmit_data_total{device="mlx5_0",port="1"}`} {
-		if !strings.Contains(text, want) {
-			t.Errorf("missing %s", want)
-		}
-	}
-	if strings.Contains(text, "rdma_qp_rx_write_requests_total") {
-		t.Error("totals of an overflowed port exported")
-	}
+	mustContain(t, text, `rdma_qp_scrape_status{device="mlx5_0",port="1",result="overflow"} 1`, "rdma_qp_scrape_errors_total 1",
+		`rdma_port_xmit_data_total{device="mlx5_0",port="1"}`)
+	mustNotContain(t, text, "rdma_qp_rx_write_requests_total") // totals of an overflowed port
 }
 
 func grep(text, sub string) string {

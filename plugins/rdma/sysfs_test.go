@@ -124,7 +124,7 @@ func TestNoRDMA(t *testing.T) {
 
 // Devices appear and disappear between scrapes; the static cache follows.
 func TestDeviceChurn(t *testing.T) {
-	base := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
+	base := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
 	r := newSysfsReader(base, nil)
 	ctx := context.Background()
 	devs, err := r.devices(ctx)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,6 +23,14 @@ func Unpack(t testing.TB, path string) string {
 		t.Fatalf("fixture: %v", err)
 	}
 	return root
+}
+
+// UnpackSysfs extracts a fixture archive as Unpack does and returns the
+// sysfs root inside it (root+"/sys"), for tests whose plugin reads only
+// sysfs: sdktest.Options{Sysfs: sdktest.UnpackSysfs(t, "testdata/<case>.ttar")}.
+func UnpackSysfs(t testing.TB, path string) string {
+	t.Helper()
+	return filepath.Join(Unpack(t, path), "sys")
 }
 
 // UnpackTar extracts a fixture tree from a tar file, as Unpack does.
