@@ -9,11 +9,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/merge"
@@ -35,8 +35,10 @@ type Scraper struct {
 	totals *counters
 	reg    *prometheus.Registry // the host's own collectors: build, Go runtime, process
 
-	flight singleflight.Group // concurrent scrapes of one selection
 	mu     sync.Mutex
+	rounds map[string]*round // rounds that take new scrapes, by selection (round.go)
+
+	logMu  sync.Mutex
 	logged map[string]bool // drop and error causes already logged
 }
 
@@ -50,6 +52,7 @@ func New(f *fleet.Fleet, filter *metricfilter.Filter, maxLabelValueLen int, log 
 		log:    log,
 		totals: newCounters(),
 		reg:    prometheus.NewRegistry(),
+		rounds: map[string]*round{},
 		logged: map[string]bool{},
 	}
 	s.reg.MustRegister(
@@ -74,24 +77,67 @@ func (sel Selection) wants(name string) bool {
 
 // Scrape collects from the selected plugins and returns the merged families.
 //
-// Scrapes that arrive while one with the same selection is in flight share
-// its result (two Prometheus servers of an HA pair scrape at the same
-// moment): plugins are asked once, merged once, and the self-metrics
-// describe that one scrape. Scrapes of other selections run on their own
-// and report their own. The shared work keeps the first caller's
-// deadline but not its cancellation, so a client that hangs up does not cut
-// the others short.
+// It waits for each plugin at most until ctx ends and leaves the plugins
+// that had not answered by then out. Scrapes of the same selection that
+// overlap share the plugins' answers and, when they saw the same plugins
+// answer, one merge (round.go); each still leaves by its own deadline, and
+// its self-metrics say what it waited for each plugin. A client that hangs
+// up leaves the round; the others go on.
 func (s *Scraper) Scrape(ctx context.Context, sel Selection) []*merge.Family {
-	shared := context.WithoutCancel(ctx)
-	cancel := context.CancelFunc(func() {})
-	if dl, ok := ctx.Deadline(); ok {
-		shared, cancel = context.WithDeadline(shared, dl)
+	arrived := time.Now()
+	r := s.join(sel)
+	defer s.leave(r)
+	got := r.wait(ctx)
+	left := time.Now()
+	m := r.merged(got, func(m *sharedMerge) { s.merge(r, got, m) })
+	return merge.Concat(s.hostFamilies(s.report(r, got, m, arrived, left)), m.res.Families)
+}
+
+// join returns the round of sel that takes new scrapes, or starts one.
+func (s *Scraper) join(sel Selection) *round {
+	key := sel.key()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rounds[key]
+	if r == nil {
+		var picked []*supervise.Supervisor
+		for _, sup := range s.fleet.Supervisors() {
+			if sel.wants(sup.Plugin().Name) {
+				picked = append(picked, sup)
+			}
+		}
+		r = startRound(key, picked, s.close)
+		if len(picked) > 0 {
+			s.rounds[key] = r
+		}
 	}
-	defer cancel()
-	// Always wait for the result: it is bounded by the deadline and the
-	// plugins' timeouts, and a late plugin costs its series, not the scrape.
-	v, _, _ := s.flight.Do(sel.key(), func() (any, error) { return s.scrape(shared, sel), nil })
-	return v.([]*merge.Family)
+	r.members++
+	return r
+}
+
+// leave takes a scrape out of its round; the last one out closes the round
+// to new scrapes and stops its waits (the plugins' Collects go on under
+// their own timeouts, for whoever asks next).
+func (s *Scraper) leave(r *round) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.members--; r.members == 0 {
+		s.closeLocked(r)
+		r.cancel()
+	}
+}
+
+// close stops r from taking new scrapes: every plugin answered.
+func (s *Scraper) close(r *round) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeLocked(r)
+}
+
+func (s *Scraper) closeLocked(r *round) {
+	if s.rounds[r.key] == r {
+		delete(s.rounds, r.key)
+	}
 }
 
 // key identifies a selection for sharing scrapes.
@@ -107,39 +153,43 @@ func (sel Selection) key() string {
 	return names(sel.Include) + "\x00" + names(sel.Exclude)
 }
 
-func (s *Scraper) scrape(ctx context.Context, sel Selection) []*merge.Family {
-	sups := s.fleet.Supervisors()
-	var picked []*supervise.Supervisor
-	for _, sup := range sups {
-		if sel.wants(sup.Plugin().Name) {
-			picked = append(picked, sup)
+// merge merges the answers got holds into m, counts what the guard dropped
+// and the plugins' partial errors, and keeps the totals for the scrapes
+// that share m.
+func (s *Scraper) merge(r *round, got []bool, m *sharedMerge) {
+	var inputs []merge.Input
+	var names []string
+	var colls []*supervise.Collection
+	for i, sup := range r.picked {
+		if !got[i] {
+			continue
 		}
+		a := &r.answers[i]
+		name := sup.Plugin().Name
+		inputs = append(inputs, merge.Input{Plugin: name, Batches: a.coll.Batches, MaxSeries: sup.Settings().MaxSeries})
+		names, colls = append(names, name), append(colls, a.coll)
+		a.counted.Do(func() { s.totals.addErrors(name, a.coll.Errors) })
 	}
-	results := make([]*supervise.Collection, len(picked))
-	var wg sync.WaitGroup
-	for i, sup := range picked {
-		wg.Go(func() { results[i] = sup.Collect(ctx) })
-	}
-	wg.Wait()
-
-	inputs := make([]merge.Input, len(picked))
-	for i, sup := range picked {
-		inputs[i] = merge.Input{Plugin: sup.Plugin().Name, Batches: results[i].Batches, MaxSeries: sup.Settings().MaxSeries}
-	}
-	res := merge.Merge(inputs, s.opts)
-	s.logOnce(picked, results, res)
-	return merge.Concat(s.hostFamilies(s.report(picked, results, res)), res.Families)
+	m.res = merge.Merge(inputs, s.opts)
+	m.dropped, m.errors = s.totals.addDrops(m.res)
+	s.logOnce(names, colls, m.res)
 }
 
-// report makes this scrape's self-metrics from its own results.
-func (s *Scraper) report(picked []*supervise.Supervisor, results []*supervise.Collection, res *merge.Result) *report {
-	r := &report{statuses: s.fleet.Statuses(), refused: s.fleet.Refused(), scraped: make(map[string]scrapeResult, len(picked))}
-	for i, sup := range picked {
+// report makes one scrape's self-metrics: the fleet as it is now, what this
+// scrape waited for each plugin and got from it, and the totals of the
+// merge it shares.
+func (s *Scraper) report(r *round, got []bool, m *sharedMerge, arrived, left time.Time) *report {
+	rep := &report{statuses: s.fleet.Statuses(), refused: s.fleet.Refused(), scraped: make(map[string]scrapeResult, len(r.picked)), dropped: m.dropped, errors: m.errors}
+	for i, sup := range r.picked {
 		name := sup.Plugin().Name
-		r.scraped[name] = scrapeResult{seconds: results[i].Duration.Seconds(), success: results[i].Err == nil, series: res.Series[name]}
+		res := scrapeResult{seconds: r.waited(i, got[i], arrived, left).Seconds()}
+		if got[i] {
+			res.success = r.answers[i].coll.Err == nil
+			res.series = m.res.Series[name]
+		}
+		rep.scraped[name] = res
 	}
-	r.dropped, r.errors = s.totals.add(picked, results, res)
-	return r
+	return rep
 }
 
 // hostFamilies gathers the host's collectors and this scrape's report
@@ -163,9 +213,9 @@ func (s *Scraper) hostFamilies(r *report) []*merge.Family {
 }
 
 // logOnce logs each distinct drop cause and plugin error once per process.
-func (s *Scraper) logOnce(picked []*supervise.Supervisor, results []*supervise.Collection, res *merge.Result) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Scraper) logOnce(names []string, results []*supervise.Collection, res *merge.Result) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
 	for k, cause := range res.Causes {
 		key := k.Plugin + "\x00" + k.Reason + "\x00" + cause
 		if !s.logged[key] {
@@ -174,7 +224,7 @@ func (s *Scraper) logOnce(picked []*supervise.Supervisor, results []*supervise.C
 		}
 	}
 	for i, r := range results {
-		name := picked[i].Plugin().Name
+		name := names[i]
 		for _, e := range r.Errors {
 			key := name + "\x00" + e.Collector + "\x00" + e.Message
 			if !s.logged[key] {

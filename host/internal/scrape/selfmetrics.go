@@ -9,11 +9,13 @@ import (
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/host/internal/supervise"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
 // counters are the self-metrics that outlive a scrape: what the guard
 // dropped and the partial errors plugins reported, since the host started.
-// Every scrape adds its own and reports the totals.
+// Every merge adds its drops, every plugin answer its errors, and each
+// scrape reports the totals.
 type counters struct {
 	mu      sync.Mutex
 	dropped map[merge.DropKey]float64
@@ -24,25 +26,31 @@ func newCounters() *counters {
 	return &counters{dropped: map[merge.DropKey]float64{}, errors: map[[2]string]float64{}}
 }
 
-// add counts one scrape's drops and errors and returns a copy of the totals.
-func (c *counters) add(picked []*supervise.Supervisor, results []*supervise.Collection, res *merge.Result) (map[merge.DropKey]float64, map[[2]string]float64) {
+// addErrors counts the partial errors of one plugin's answer.
+func (c *counters) addErrors(plugin string, errs []*pluginv1.CollectError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, s := range picked {
-		for _, e := range results[i].Errors {
-			c.errors[[2]string{s.Plugin().Name, e.Collector}]++
-		}
+	for _, e := range errs {
+		c.errors[[2]string{plugin, e.Collector}]++
 	}
+}
+
+// addDrops counts one merge's drops and returns a copy of the totals, the
+// partial errors' included.
+func (c *counters) addDrops(res *merge.Result) (map[merge.DropKey]float64, map[[2]string]float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for k, n := range res.Drops {
 		c.dropped[k] += float64(n)
 	}
 	return maps.Clone(c.dropped), maps.Clone(c.errors)
 }
 
-// report is one scrape's self-metrics, made from that scrape's own results
-// and a snapshot of the fleet taken for it. Nothing in it is shared with
-// another scrape, so concurrent scrapes of different plugins (which are not
-// coalesced) each describe themselves.
+// report is one scrape's self-metrics, made from that scrape's own waits
+// and answers and a snapshot of the fleet taken for it. Only the totals
+// come from the merge it shares with other scrapes (read-only here), so
+// concurrent scrapes, of one selection or of others, each describe
+// themselves.
 type report struct {
 	statuses []fleet.Status
 	refused  []fleet.Refusal
@@ -63,8 +71,8 @@ var (
 	descMisconfigured = prometheus.NewDesc("plexporter_plugin_misconfigured", "1 if the plugin rejects its settings in the config file: it is not started until they change, or, after a rescan, keeps running on its previous ones. The plugin's message is in the log and in `plexporter plugins`.", []string{"plugin"}, nil)
 	descSandboxed     = prometheus.NewDesc("plexporter_plugin_sandboxed", "1 if the plugin runs inside its manifest's sandbox; 0 if it runs with the host's own privileges.", []string{"plugin"}, nil)
 	descRestarts      = prometheus.NewDesc("plexporter_plugin_restarts_total", "Times the plugin was restarted after a crash or a failed start.", []string{"plugin"}, nil)
-	descDuration      = prometheus.NewDesc("plexporter_plugin_scrape_duration_seconds", "Time the plugin's Collect took in this scrape.", []string{"plugin"}, nil)
-	descSuccess       = prometheus.NewDesc("plexporter_plugin_scrape_success", "1 if the plugin's Collect completed in this scrape (partial errors included), 0 if it failed or timed out.", []string{"plugin"}, nil)
+	descDuration      = prometheus.NewDesc("plexporter_plugin_scrape_duration_seconds", "How long this scrape waited for the plugin's Collect: until it answered, or until the scrape's deadline (scrape_success 0). A scrape that joined a Collect under way waited only for its rest.", []string{"plugin"}, nil)
+	descSuccess       = prometheus.NewDesc("plexporter_plugin_scrape_success", "1 if the plugin's Collect completed in this scrape (partial errors included), 0 if it failed, timed out or had not answered by the scrape's deadline.", []string{"plugin"}, nil)
 	descSeries        = prometheus.NewDesc("plexporter_plugin_series", "Series the plugin contributed to this scrape after the guard.", []string{"plugin"}, nil)
 	descDropped       = prometheus.NewDesc("plexporter_dropped_series_total", "Series dropped by the guard, by plugin and reason (malformed, invalid_name, invalid_label_value, conflict, duplicate, series_limit).", []string{"plugin", "reason"}, nil)
 	descErrors        = prometheus.NewDesc("plexporter_plugin_collect_errors_total", "Partial failures the plugin reported, by the part that failed.", []string{"plugin", "collector"}, nil)
