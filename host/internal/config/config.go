@@ -19,13 +19,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/plexporter/plexporter/host/internal/manifest"
+	"github.com/plexporter/plexporter/host/internal/trust"
 )
 
 // File is the configuration file.
@@ -110,15 +110,22 @@ func normalize(v any) any {
 	}
 }
 
-// Load reads and validates the file at path. An empty path yields an empty File.
-func Load(path string) (*File, error) {
+// MaxSize is the largest config file read.
+const MaxSize = 16 << 20
+
+// Load reads and validates the file at path, as policy requires: it
+// overrides manifests, so under the sandbox nobody but root may have
+// written it or be able to swap it (trust.Policy); and it is re-read on
+// every rescan, so it must be a regular file (of at most MaxSize). An
+// empty path yields an empty File.
+func Load(path string, policy trust.Policy) (*File, error) {
 	f := &File{path: path}
 	if path == "" {
 		return f, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := policy.ReadFile(path, MaxSize)
 	if err != nil {
-		return nil, fmt.Errorf("config file: %w", err)
+		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

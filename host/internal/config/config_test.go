@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plexporter/plexporter/host/internal/trust"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -31,7 +34,7 @@ plugins:
     enabled: false
     manifest:
       limits: {memory: 32MiB}
-`))
+`), trust.Policy{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +60,12 @@ func TestErrors(t *testing.T) {
 		"plugins:\n  rdma:\n    max_series: -1\n":                "plugins.rdma.max_series",
 	}
 	for in, want := range cases {
-		_, err := Load(writeFile(t, in))
+		_, err := Load(writeFile(t, in), trust.Policy{})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Load(%q) = %v, want %q", in, err, want)
 		}
 	}
-	if _, err := Load(filepath.Join(t.TempDir(), "none.yml")); err == nil {
+	if _, err := Load(filepath.Join(t.TempDir(), "none.yml"), trust.Policy{}); err == nil {
 		t.Error("missing explicit config file must be an error")
 	}
 }
@@ -77,7 +80,7 @@ func TestConfigLocation(t *testing.T) {
   nvme:
     enabled: false
 `)
-	f, err := Load(path)
+	f, err := Load(path, trust.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +97,41 @@ func TestConfigLocation(t *testing.T) {
 	if s := f.ConfigLocation("rdma").String(); s != path+":4: plugins.rdma.config" {
 		t.Errorf("String() = %q", s)
 	}
-	none, _ := Load("")
+	none, _ := Load("", trust.Policy{})
 	if s := none.ConfigLocation("rdma").String(); s != "plugins.rdma.config (no --config.file)" {
 		t.Errorf("without a file: %q", s)
+	}
+}
+
+// The config file grants what manifests grant (plugins.<name>.manifest), so
+// under the sandbox it obeys the same rules; and it is re-read on every
+// rescan, so a FIFO is refused, not waited on.
+func TestLoadTrust(t *testing.T) {
+	p := writeFile(t, "plugins:\n  x:\n    manifest: {capabilities: [CAP_SYS_ADMIN]}\n")
+	if os.Geteuid() == 0 {
+		if err := os.Chmod(p, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(p, trust.Policy{Strict: true})
+		if err == nil || !strings.Contains(err.Error(), "config file "+p+": file "+p+" is writable by group or others") || !strings.Contains(err.Error(), "chmod go-w "+p) {
+			t.Errorf("0666 config file under the strict rules: %v", err)
+		}
+		if _, err := Load(p, trust.Policy{}); err != nil {
+			t.Errorf("without the rules: %v", err)
+		}
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo.yml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Load(fifo, trust.Policy{}); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "named pipe") {
+			t.Errorf("FIFO config file: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("loading a FIFO config file blocked")
 	}
 }

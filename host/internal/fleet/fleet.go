@@ -23,6 +23,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/manifest"
 	"github.com/plexporter/plexporter/host/internal/supervise"
+	"github.com/plexporter/plexporter/host/internal/trust"
 )
 
 // Options for the fleet.
@@ -36,13 +37,21 @@ type Options struct {
 	Sandbox bool
 	// AllowRoot lets manifests with allow_root run plugins as uid 0.
 	AllowRoot bool
-	// InsecurePermissions skips the ownership/mode checks of plugin binaries.
+	// InsecurePermissions lifts the ownership/mode rules (trust.Policy) on
+	// plugin binaries, manifests, the config file and the directories and
+	// symlinks on the way to them. Files are still read safely.
 	InsecurePermissions bool
 }
 
-// Refusal is a plugin that was found but not run, because its manifest
-// cannot be read or honoured here. (A binary that does not match its pin is
-// refused by its supervisor, at the start it would have run.)
+// insecurePermissionsFlag lifts the rules; refusals name it.
+const insecurePermissionsFlag = "--plugin.insecure-permissions"
+
+// Refusal is a plugin that was found but not run: it cannot be run (not an
+// executable, a dangling link, a symlink loop: Plugin then has only Name and
+// Path), someone but root could have written or swapped it or its manifest,
+// or its manifest cannot be read or honoured here. (A binary that does not
+// match its pin is refused by its supervisor, at the start it would have
+// run.)
 type Refusal struct {
 	Plugin discover.Plugin
 	Reason string
@@ -50,8 +59,9 @@ type Refusal struct {
 
 // Fleet is the set of supervised plugins.
 type Fleet struct {
-	opts Options
-	log  *slog.Logger
+	opts  Options
+	log   *slog.Logger
+	trust trust.Policy // what binaries, manifests and the config file must be
 
 	reconciling sync.Mutex // one Reconcile at a time; StopAll waits for one under way
 
@@ -77,10 +87,17 @@ type rejection struct {
 // New returns an empty fleet; call Reconcile to populate it.
 func New(opts Options, log *slog.Logger) *Fleet {
 	return &Fleet{
-		opts: opts, log: log,
+		opts: opts, log: log, trust: trustPolicy(opts),
 		sups: map[string]*supervise.Supervisor{}, rejected: map[string]rejection{},
 		refused: map[string]Refusal{}, disabled: map[string]discover.Plugin{}, warned: map[string]bool{},
 	}
+}
+
+// trustPolicy applies the ownership/mode rules under the sandbox only:
+// without it a plugin has the host's own privileges whatever its files say,
+// so the rules would protect nothing.
+func trustPolicy(opts Options) trust.Policy {
+	return trust.Policy{Strict: opts.Sandbox && !opts.InsecurePermissions, Override: insecurePermissionsFlag}
 }
 
 // wanted is a plugin the disk and the config file say should run.
@@ -108,13 +125,13 @@ type trial struct {
 func (f *Fleet) Reconcile() error {
 	f.reconciling.Lock()
 	defer f.reconciling.Unlock()
-	cfg, err := config.Load(f.opts.ConfigFile)
+	cfg, err := config.Load(f.opts.ConfigFile, f.trust)
 	if err != nil {
 		return err
 	}
 	scan := discover.Scan(f.opts.Dirs)
 	for _, p := range scan.Problems {
-		f.log.Warn("ignoring plugin", "err", p)
+		f.log.Warn("ignoring a file in a plugin directory", "err", p)
 	}
 	for _, s := range scan.Shadowed {
 		f.log.Info("plugin shadowed by a later plugin directory", "plugin", s.Name, "ignored", s.Path, "used", s.By)
@@ -124,6 +141,14 @@ func (f *Fleet) Reconcile() error {
 	want := map[string]wanted{}
 	refused := map[string]Refusal{}
 	disabled := map[string]discover.Plugin{}
+	for _, r := range scan.Refused {
+		p := discover.Plugin{Name: r.Name, Path: r.Path}
+		if !cfg.Plugins[r.Name].IsEnabled() {
+			disabled[r.Name] = p
+			continue
+		}
+		refused[r.Name] = Refusal{Plugin: p, Reason: r.Reason}
+	}
 	for _, p := range scan.Plugins {
 		pc := cfg.Plugins[p.Name]
 		if !pc.IsEnabled() {
@@ -257,9 +282,13 @@ func stopAll(sups []*supervise.Supervisor) {
 }
 
 // settings composes one plugin's settings and confines it, or refuses it
-// (error) when its manifest cannot be read or honoured.
+// (error) when its binary or manifest is not trusted, or its manifest
+// cannot be read or honoured.
 func (f *Fleet) settings(p discover.Plugin, pc config.Plugin, loc config.Location) (supervise.Settings, []string, error) {
-	m, err := manifest.Load(p.Manifest)
+	if err := f.trustBinary(p); err != nil {
+		return supervise.Settings{}, nil, err
+	}
+	m, err := manifest.Load(p.Manifest, f.trust)
 	if err != nil {
 		return supervise.Settings{}, nil, err
 	}

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"fmt"
+
 	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/manifest"
@@ -37,17 +39,30 @@ func compose(defaults supervise.Settings, pc config.Plugin, loc config.Location,
 	return s, nil
 }
 
+// trustBinary refuses p (an error) when someone but root or the host's
+// user could have written its binary or could swap it: the file, every
+// directory on the way to the link and to the target, every symlink
+// followed (trust.Policy's rules, applied under the sandbox only).
+func (f *Fleet) trustBinary(p discover.Plugin) error {
+	if !f.trust.Strict {
+		return nil
+	}
+	target, _, err := f.trust.Executable(p.Path)
+	if err != nil {
+		return err
+	}
+	if target != p.Target {
+		return fmt.Errorf("%s resolved to %s when scanned and to %s now; refused until the next rescan", p.Path, p.Target, target)
+	}
+	return nil
+}
+
 // confine adds the sandbox to settings composed for p, or refuses the plugin
 // (an error) when its manifest cannot be honoured here. It asks the system
-// (file modes, users, capabilities, Landlock), which compose does not.
+// (users, capabilities, Landlock), which compose does not.
 func (f *Fleet) confine(p discover.Plugin, s supervise.Settings) (supervise.Settings, []string, error) {
 	if !f.opts.Sandbox {
 		return s, nil, nil
-	}
-	if !f.opts.InsecurePermissions {
-		if err := sandbox.CheckPermissions(p.Path, p.Target); err != nil {
-			return s, nil, err
-		}
 	}
 	spec, warnings, err := sandbox.Resolve(s.Manifest, p.Target, p.Path, sandbox.Host{AllowRoot: f.opts.AllowRoot})
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -23,6 +22,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/plexporter/plexporter/host/internal/trust"
 )
 
 // Manifest is the schema of plexporter-<name>.yaml. All keys are optional.
@@ -52,15 +53,24 @@ type Limits struct {
 	Nofile int    `yaml:"nofile"`
 }
 
-// Load reads the manifest at path. A missing file is not an error: it
-// yields the empty manifest (default identity, no privileges).
-func Load(path string) (*Manifest, error) {
-	data, err := os.ReadFile(path)
+// MaxSize is the largest manifest read; the shipped ones are well under 1 KiB.
+const MaxSize = 1 << 20
+
+// Load reads the manifest at path as policy requires (trust.Policy: under
+// the sandbox, nobody but root may have written it or be able to swap it;
+// always a regular file of at most MaxSize). No path, or a missing file,
+// is not an error: it yields the empty manifest (default identity, no
+// privileges).
+func Load(path string, policy trust.Policy) (*Manifest, error) {
+	if path == "" {
+		return &Manifest{}, nil
+	}
+	data, err := policy.ReadFile(path, MaxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Manifest{}, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}
 	return Parse(path, data)
 }

@@ -1,10 +1,15 @@
 package manifest
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/plexporter/plexporter/host/internal/trust"
 )
 
 func TestParseValid(t *testing.T) {
@@ -33,9 +38,11 @@ func TestEmptyAndMissing(t *testing.T) {
 	if _, err := Parse("e.yaml", nil); err != nil {
 		t.Fatalf("empty manifest: %v", err)
 	}
-	m, err := Load(filepath.Join(t.TempDir(), "absent.yaml"))
-	if err != nil || m == nil {
-		t.Fatalf("missing manifest: %v", err)
+	for _, path := range []string{"", filepath.Join(t.TempDir(), "absent.yaml")} {
+		m, err := Load(path, trust.Policy{Strict: true})
+		if err != nil || m == nil {
+			t.Fatalf("missing manifest %q: %v", path, err)
+		}
 	}
 }
 
@@ -64,8 +71,55 @@ func TestLoadUnreadable(t *testing.T) {
 	if err := os.Mkdir(p, 0o755); err != nil { // a directory cannot be read as a file
 		t.Fatal(err)
 	}
-	if _, err := Load(p); err == nil {
-		t.Fatal("want error")
+	if _, err := Load(p, trust.Policy{}); err == nil || !strings.Contains(err.Error(), "manifest "+p+": ") {
+		t.Fatalf("want an error naming the manifest: %v", err)
+	}
+}
+
+// A FIFO named as a manifest once hung host start: it is refused at once.
+func TestLoadRefusesFIFOsAndHugeFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "plexporter-x.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Load(fifo, trust.Policy{}); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "named pipe") {
+			t.Fatalf("FIFO manifest: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("loading a FIFO manifest blocked")
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("# padding\n"), MaxSize/10+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big, trust.Policy{}); err == nil || !strings.Contains(err.Error(), "more than the 1048576") {
+		t.Fatalf("oversized manifest: %v", err)
+	}
+}
+
+// Under a strict policy a manifest anyone could have written grants
+// nothing: it is refused, with what to do.
+func TestLoadStrictRefusesWritableManifest(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: files must be root's for the strict rules to pass")
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "plexporter-x.yaml")
+	os.WriteFile(p, []byte("capabilities: [CAP_SYS_ADMIN, CAP_DAC_OVERRIDE, CAP_SYS_PTRACE, CAP_KILL]\n"), 0o644)
+	if err := os.Chmod(p, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(p, trust.Policy{Strict: true, Override: "--plugin.insecure-permissions"})
+	if err == nil || !strings.Contains(err.Error(), "manifest "+p+": file "+p+" is writable by group or others (owner uid 0 (root), mode 0666): run chmod go-w "+p+", or start the host with --plugin.insecure-permissions") {
+		t.Fatalf("0666 manifest: %v", err)
+	}
+	if m, err := Load(p, trust.Policy{}); err != nil || len(m.Capabilities) != 4 {
+		t.Fatalf("without the rules it is read: %+v, %v", m, err)
 	}
 }
 
