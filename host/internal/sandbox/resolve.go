@@ -3,12 +3,9 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"kernel.org/pub/linux/libs/security/libcap/cap"
@@ -114,32 +111,4 @@ func lookupGroup(name string) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(g.Gid)
-}
-
-// CheckPermissions applies sshd's StrictModes idea to a plugin: the
-// executable and the directories holding it (the link's and the target's)
-// must be owned by root or the host's user and not writable by group or
-// others, or anyone who can write there can run code as the plugin.
-func CheckPermissions(path, target string) error {
-	hostUID := uint32(os.Geteuid())
-	check := func(p string) error {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return err
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		if st.Uid != 0 && st.Uid != hostUID {
-			return fmt.Errorf("%s is owned by uid %d, not root or the host's user (or use --plugin.insecure-permissions)", p, st.Uid)
-		}
-		if fi.Mode().Perm()&0o022 != 0 {
-			return fmt.Errorf("%s is writable by group or others (mode %s; or use --plugin.insecure-permissions)", p, fi.Mode().Perm())
-		}
-		return nil
-	}
-	for _, p := range []string{target, filepath.Dir(target), filepath.Dir(path)} {
-		if err := check(p); err != nil {
-			return err
-		}
-	}
-	return nil
 }
