@@ -78,7 +78,7 @@ func run(args []string) int {
 	app.Flag("plugin.max-label-length", "Longest label value accepted, in bytes; longer ones drop their series.").Default("4096").IntVar(&f.maxLabelLen)
 	app.Flag("plugin.sandbox", "Confine each plugin to its manifest (needs root). --no-plugin.sandbox runs plugins as the host's user, unconfined: development only.").Default("true").BoolVar(&f.sandbox)
 	app.Flag("plugin.allow-root", "Allow plugins whose manifest sets allow_root to run as uid 0.").BoolVar(&f.allowRoot)
-	app.Flag("plugin.insecure-permissions", "Run plugin binaries and read their manifests and the config file even if they, a directory above them or a symlink on the way is writable by group/others or owned by another user than root or the host's.").BoolVar(&f.insecurePerms)
+	app.Flag("plugin.insecure-permissions", "Run plugin binaries and read their manifests and the config file even if they, a directory above them or a symlink on the way is writable by group/others or owned by a user other than root and the host's.").BoolVar(&f.insecurePerms)
 	app.Flag("metrics.enabled", "Comma-separated globs of metric families to expose (base names: a counter matches without _total). Unset: all.").Envar("PLEXPORTER_ENABLED_METRICS").StringVar(&f.enabledMetrics)
 	app.Flag("metrics.disabled", "Comma-separated globs of metric families to hide, applied after --metrics.enabled.").Envar("PLEXPORTER_DISABLED_METRICS").StringVar(&f.disabledMetrics)
 	app.Flag("path.sysfs", "sysfs mount point, passed to every plugin.").Default("/sys").StringVar(&f.sysfs)
