@@ -2,7 +2,6 @@ package main
 
 import (
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/plexporter/plexporter/sdk"
@@ -12,24 +11,16 @@ import (
 // Each bad setting is refused with a message that names its key and says
 // what is wrong.
 func TestConfigureErrors(t *testing.T) {
-	for _, tc := range []struct {
-		raw         map[string]any
-		key, detail string
-	}{
-		{map[string]any{"include": "("}, "include: ", "missing closing )"},
-		{map[string]any{"exclude": "a**"}, "exclude: ", "invalid nested repetition"},
-		{map[string]any{"driver_stat_exclude": "[", "driver_stats": true}, "driver_stat_exclude: ", "missing closing ]"},
-		{map[string]any{"driver_stat_include": "(?P<"}, "driver_stat_include: ", "invalid"},
-		{map[string]any{"max_driver_stats_per_netdev": -1}, "max_driver_stats_per_netdev: ", "must be positive, got -1"},
-		{map[string]any{"max_driver_stats_per_netdev": 0}, "max_driver_stats_per_netdev: ", "must be positive, got 0"},
-		{map[string]any{"typo_key": true}, `"typo_key"`, "unknown field"},
-		{map[string]any{"rdma": "yes"}, "rdma", "cannot unmarshal"},
-	} {
-		err := sdktest.Configure(t, newTestPlugin(newFakeSource(t, nil)), tc.raw, sdk.Paths{})
-		if err == nil || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), tc.detail) {
-			t.Errorf("%v: error %v, want mention of %q and %q", tc.raw, err, tc.key, tc.detail)
-		}
-	}
+	sdktest.Refuses(t, func() *plugin { return newTestPlugin(newFakeSource(t, nil)) }, sdk.Paths{}, []sdktest.Refusal{
+		{Raw: map[string]any{"include": "("}, Key: "include: ", Detail: "missing closing )"},
+		{Raw: map[string]any{"exclude": "a**"}, Key: "exclude: ", Detail: "invalid nested repetition"},
+		{Raw: map[string]any{"driver_stat_exclude": "[", "driver_stats": true}, Key: "driver_stat_exclude: ", Detail: "missing closing ]"},
+		{Raw: map[string]any{"driver_stat_include": "(?P<"}, Key: "driver_stat_include: ", Detail: "invalid"},
+		{Raw: map[string]any{"max_driver_stats_per_netdev": -1}, Key: "max_driver_stats_per_netdev: ", Detail: "must be positive, got -1"},
+		{Raw: map[string]any{"max_driver_stats_per_netdev": 0}, Key: "max_driver_stats_per_netdev: ", Detail: "must be positive, got 0"},
+		{Raw: map[string]any{"typo_key": true}, Key: `"typo_key"`, Detail: "unknown field"},
+		{Raw: map[string]any{"rdma": "yes"}, Key: "rdma", Detail: "cannot unmarshal"},
+	})
 }
 
 // An empty section gives the README's defaults.

@@ -57,21 +57,14 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 // TestConfigureRejects: each bad setting is refused with a message that
 // names its key.
 func TestConfigureRejects(t *testing.T) {
-	for key, raw := range map[string]map[string]any{
-		"volume_id_regex": {"volume_id_regex": "("},
-		"server_port":     {"server_port": 70000},
-		"operations[0]":   {"operations": []any{""}},
-		"operations[1]":   {"operations": []any{"read", " "}},
-		"unknown_key":     {"unknown_key": 1},
-		"operations":      {"operations": "read"},
-	} {
-		err := sdktest.Configure(t, newPlugin(), raw, sdk.Paths{})
-		if err == nil {
-			t.Errorf("config %v accepted", raw)
-		} else if !strings.Contains(err.Error(), key) {
-			t.Errorf("config %v: error %q does not name %s", raw, err, key)
-		}
-	}
+	sdktest.Refuses(t, newPlugin, sdk.Paths{}, []sdktest.Refusal{
+		{Raw: map[string]any{"volume_id_regex": "("}, Key: "volume_id_regex", Detail: "missing closing )"},
+		{Raw: map[string]any{"server_port": 70000}, Key: "server_port", Detail: "70000 is not a port"},
+		{Raw: map[string]any{"operations": []any{""}}, Key: "operations[0]", Detail: "empty operation name"},
+		{Raw: map[string]any{"operations": []any{"read", " "}}, Key: "operations[1]", Detail: "empty operation name"},
+		{Raw: map[string]any{"unknown_key": 1}, Key: "unknown_key", Detail: "unknown field"},
+		{Raw: map[string]any{"operations": "read"}, Key: "operations", Detail: "cannot unmarshal"},
+	})
 	if err := sdktest.Configure(t, newPlugin(), map[string]any{"server_port": 0}, sdk.Paths{}); err == nil ||
 		!strings.HasPrefix(err.Error(), "server_port: ") {
 		t.Errorf("server_port 0: %v", err)

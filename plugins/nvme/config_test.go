@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -11,37 +10,35 @@ import (
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
-// configure runs Configure on a fresh plugin with a quiet logger and an
-// empty sysfs (so an accepted config polls no real controller), and stops
-// its poller when the test ends.
-func configure(t *testing.T, raw map[string]any) (*plugin, error) {
-	t.Helper()
+// quietPlugin is a fresh plugin with a quiet logger whose poller stops
+// when the test ends.
+func quietPlugin(t *testing.T) *plugin {
 	p := newPlugin()
 	p.log = hclog.NewNullLogger()
 	t.Cleanup(p.Close)
+	return p
+}
+
+// configure runs Configure on a quietPlugin with an empty sysfs (so an
+// accepted config polls no real controller).
+func configure(t *testing.T, raw map[string]any) (*plugin, error) {
+	t.Helper()
+	p := quietPlugin(t)
 	return p, sdktest.Configure(t, p, raw, sdk.Paths{Sysfs: t.TempDir()})
 }
 
 // TestConfigureErrors: each bad setting is refused with a message that
 // names its key and says what is wrong.
 func TestConfigureErrors(t *testing.T) {
-	for _, tc := range []struct {
-		raw         map[string]any
-		key, detail string
-	}{
-		{map[string]any{"smart_intervall": "5m"}, `"smart_intervall"`, "unknown field"},
-		{map[string]any{"smart_interval": "1s"}, "smart_interval: ", "below the minimum"},
-		{map[string]any{"smart_interval": "soon"}, "smart_interval: ", "invalid duration"},
-		{map[string]any{"smart_interval": true}, "smart_interval: ", "neither a duration string"},
-		{map[string]any{"smart_interval": -600}, "smart_interval: ", "below the minimum"},
-		{map[string]any{"dev_dir": ""}, "dev_dir: ", "empty"},
-		{map[string]any{"smart": "yes"}, "smart", "cannot unmarshal"},
-	} {
-		_, err := configure(t, tc.raw)
-		if err == nil || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), tc.detail) {
-			t.Errorf("%v: error %v, want mention of %q and %q", tc.raw, err, tc.key, tc.detail)
-		}
-	}
+	sdktest.Refuses(t, func() *plugin { return quietPlugin(t) }, sdk.Paths{Sysfs: t.TempDir()}, []sdktest.Refusal{
+		{Raw: map[string]any{"smart_intervall": "5m"}, Key: `"smart_intervall"`, Detail: "unknown field"},
+		{Raw: map[string]any{"smart_interval": "1s"}, Key: "smart_interval: ", Detail: "below the minimum"},
+		{Raw: map[string]any{"smart_interval": "soon"}, Key: "smart_interval: ", Detail: "invalid duration"},
+		{Raw: map[string]any{"smart_interval": true}, Key: "smart_interval: ", Detail: "neither a duration string"},
+		{Raw: map[string]any{"smart_interval": -600}, Key: "smart_interval: ", Detail: "below the minimum"},
+		{Raw: map[string]any{"dev_dir": ""}, Key: "dev_dir: ", Detail: "empty"},
+		{Raw: map[string]any{"smart": "yes"}, Key: "smart", Detail: "cannot unmarshal"},
+	})
 }
 
 // TestConfigureAcceptsDocumentedKeys sets every key of the README's table.

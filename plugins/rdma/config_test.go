@@ -2,7 +2,6 @@ package main
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/plexporter/plexporter/sdk"
@@ -11,21 +10,13 @@ import (
 
 // Each bad setting is refused with a message that names its key.
 func TestConfigureErrors(t *testing.T) {
-	for _, tc := range []struct {
-		raw         map[string]any
-		key, detail string
-	}{
-		{map[string]any{"exclude_devices": []any{"mlx5_0", ""}}, "exclude_devices[1]: ", "empty device name"},
-		{map[string]any{"exclude_device": []any{"mlx5_0"}}, `"exclude_device"`, "unknown field"},
-		{map[string]any{"exclude_devices": "mlx5_0"}, "exclude_devices", "cannot unmarshal"},
-		{map[string]any{"optional_counters": "yes"}, "optional_counters", "cannot unmarshal"},
-		{map[string]any{"qp_counters": 1}, "qp_counters", "cannot unmarshal"},
-	} {
-		err := sdktest.Configure(t, newPlugin(), tc.raw, sdk.Paths{})
-		if err == nil || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), tc.detail) {
-			t.Errorf("%v: error %v, want mention of %q and %q", tc.raw, err, tc.key, tc.detail)
-		}
-	}
+	sdktest.Refuses(t, newPlugin, sdk.Paths{}, []sdktest.Refusal{
+		{Raw: map[string]any{"exclude_devices": []any{"mlx5_0", ""}}, Key: "exclude_devices[1]: ", Detail: "empty device name"},
+		{Raw: map[string]any{"exclude_device": []any{"mlx5_0"}}, Key: `"exclude_device"`, Detail: "unknown field"},
+		{Raw: map[string]any{"exclude_devices": "mlx5_0"}, Key: "exclude_devices", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"optional_counters": "yes"}, Key: "optional_counters", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"qp_counters": 1}, Key: "qp_counters", Detail: "cannot unmarshal"},
+	})
 }
 
 // An empty section: optional counters on, QP counters off, nothing excluded.

@@ -1,6 +1,7 @@
 package sdktest
 
 import (
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -41,4 +42,25 @@ func Config(t testing.TB, raw map[string]any, paths sdk.Paths) sdk.Config {
 func Configure(t testing.TB, p sdk.Plugin, raw map[string]any, paths sdk.Paths) error {
 	t.Helper()
 	return p.Configure(t.Context(), Config(t, raw, paths))
+}
+
+// Refusal is a config section Configure must refuse, and what its error
+// must say: the key it names (errors start with the key, see
+// plugins/README.md) and a detail of what is wrong.
+type Refusal struct {
+	Raw         map[string]any
+	Key, Detail string
+}
+
+// Refuses configures a fresh plugin from newPlugin with each refusal's
+// section and fails the test for every section that is accepted, or refused
+// with an error that lacks its Key or Detail.
+func Refuses[P sdk.Plugin](t testing.TB, newPlugin func() P, paths sdk.Paths, refusals []Refusal) {
+	t.Helper()
+	for _, r := range refusals {
+		err := Configure(t, newPlugin(), r.Raw, paths)
+		if err == nil || !strings.Contains(err.Error(), r.Key) || !strings.Contains(err.Error(), r.Detail) {
+			t.Errorf("%v: error %v, want mention of %q and %q", r.Raw, err, r.Key, r.Detail)
+		}
+	}
 }
