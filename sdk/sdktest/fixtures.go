@@ -33,6 +33,23 @@ func UnpackSysfs(t testing.TB, path string) string {
 	return filepath.Join(Unpack(t, path), "sys")
 }
 
+// CleanGolden is the check of a scrape that must succeed, from Run or
+// Collect: it fails the test on a stream error or any partial error, then
+// compares the exposition with the golden file (see Golden) and returns
+// the exposition. The caller lints it, since what a plugin must pass
+// (Promtool, Lint) and may keep (seed-compatible names) is its own.
+//
+//	text := sdktest.CleanGolden(t, sdktest.Run(t, p, opts), "testdata/<case>.golden")
+func CleanGolden(t testing.TB, res *Result, golden string) string {
+	t.Helper()
+	if res.Status != nil || len(res.Errors) != 0 {
+		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
+	}
+	text := res.Text(t)
+	Golden(t, text, golden)
+	return text
+}
+
 // UnpackTar extracts a fixture tree from a tar file, as Unpack does.
 //
 // Deprecated: use Unpack; fixtures are text archives (.ttar).
