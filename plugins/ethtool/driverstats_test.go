@@ -60,14 +60,20 @@ func TestDecodeTruncated(t *testing.T) {
 	}
 }
 
-func FuzzDecodeGStrings(f *testing.F) {
-	for _, p := range []string{"testdata/virtio_gstrings.bin", "testdata/e1000e_gstrings.bin"} {
+// addCaptures seeds a fuzz test with captured kernel buffers.
+func addCaptures(f *testing.F, paths ...string) {
+	f.Helper()
+	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b)
 	}
+}
+
+func FuzzDecodeGStrings(f *testing.F) {
+	addCaptures(f, "testdata/virtio_gstrings.bin", "testdata/e1000e_gstrings.bin")
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		names, err := decodeGStrings(b)
@@ -86,13 +92,7 @@ func FuzzDecodeGStrings(f *testing.F) {
 }
 
 func FuzzDecodeGStats(f *testing.F) {
-	for _, p := range []string{"testdata/virtio_gstats.bin", "testdata/e1000e_gstats.bin"} {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
+	addCaptures(f, "testdata/virtio_gstats.bin", "testdata/e1000e_gstats.bin")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		vals, err := decodeGStats(b)
 		if err != nil {

@@ -31,16 +31,18 @@ func newTestPlugin(src statsSource) *plugin {
 	return p
 }
 
+// runGolden runs one scrape, which must succeed, compares it with the
+// golden file and checks it with checkPromtool.
+func runGolden(t *testing.T, p *plugin, opts sdktest.Options, golden string) *sdktest.Result {
+	t.Helper()
+	res := sdktest.Run(t, p, opts)
+	checkPromtool(t, sdktest.CleanGolden(t, res, golden))
+	return res
+}
+
 func TestRDMAGolden(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	src := newFakeSource(t, fixtureFiles())
-	res := sdktest.Run(t, newTestPlugin(src), sdktest.Options{Sysfs: root})
-	if res.Status != nil || len(res.Errors) != 0 {
-		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
-	}
-	text := res.Text(t)
-	sdktest.Golden(t, text, "testdata/rdma.golden")
-	checkPromtool(t, text)
+	runGolden(t, newTestPlugin(src), sdktest.Options{Sysfs: sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")}, "testdata/rdma.golden")
 	// VF (mlx5_2) and native IB (mlx5_1) ports are never read.
 	if src.calls["ens1f0v0"] != 0 || src.calls["ibp196s0"] != 0 {
 		t.Errorf("read VF/IB netdevs: %v", src.calls)
@@ -92,12 +94,13 @@ func hasDevice(s map[string]float64, device string) bool {
 
 func TestScoping(t *testing.T) {
 	const vport = "rdma_netdev_vport_rdma_bytes_total"
-	cases := []struct {
+	type scopingCase struct {
 		name   string
-		mutate func(t *testing.T, root string)
-		files  map[string]string
+		mutate func(t *testing.T, root string) // edits the fixture tree
+		files  map[string]string               // added to fixtureFiles
 		check  func(t *testing.T, res *sdktest.Result)
-	}{
+	}
+	cases := []scopingCase{
 		{
 			name: "baseline PF has vport, VF and IB ports skipped, missing priorities absent",
 			check: func(t *testing.T, res *sdktest.Result) {
@@ -182,12 +185,7 @@ func TestScoping(t *testing.T) {
 		},
 	}
 	for _, rep := range []string{"pf0vf1", "c1pf0vf0", "pf0hpf", "pf1sf3"} {
-		cases = append(cases, struct {
-			name   string
-			mutate func(t *testing.T, root string)
-			files  map[string]string
-			check  func(t *testing.T, res *sdktest.Result)
-		}{
+		cases = append(cases, scopingCase{
 			name: "representor " + rep + " omits vport",
 			mutate: func(t *testing.T, root string) {
 				write(t, filepath.Join(root, "class/net/ens1f0np0/phys_port_name"), rep+"\n")
@@ -201,7 +199,7 @@ func TestScoping(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
+			root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
 			if c.mutate != nil {
 				c.mutate(t, root)
 			}
@@ -234,7 +232,7 @@ func write(t *testing.T, path, s string) {
 }
 
 func TestDevOutOfBufferAlias(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
 	for _, name := range []string{"dev_out_of_buffer", "dev_internal_queue_oob"} {
 		src := &fakeSource{tables: map[string]*driverStats{"ens1f0np0": {Names: []string{name}, Values: []uint64{42}}}, errs: map[string]error{}, calls: map[string]int{}}
 		res := sdktest.Run(t, newTestPlugin(src), sdktest.Options{Sysfs: root})
@@ -246,7 +244,7 @@ func TestDevOutOfBufferAlias(t *testing.T) {
 }
 
 func TestReadErrorIsPartial(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
 	src := newFakeSource(t, fixtureFiles())
 	src.errs["ens1f0np0"] = errors.New("ETHTOOL_GSTATS: no such device")
 	p := newTestPlugin(src)
@@ -297,7 +295,7 @@ func TestNoRDMAIsEmptyNotError(t *testing.T) {
 }
 
 func TestAllowlistPushdown(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
 	src := newFakeSource(t, fixtureFiles())
 	res := sdktest.Run(t, newTestPlugin(src), sdktest.Options{Sysfs: root, EnabledMetrics: []string{"rdma_netdev_scrape_errors_total"}})
 	if len(src.calls) != 0 {
@@ -309,27 +307,20 @@ func TestAllowlistPushdown(t *testing.T) {
 }
 
 func TestDriverStatsGolden(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
 	src := newFakeSource(t, fixtureFiles())
-	res := sdktest.Run(t, newTestPlugin(src), sdktest.Options{Sysfs: root, Config: map[string]any{
+	res := runGolden(t, newTestPlugin(src), sdktest.Options{Sysfs: sdktest.UnpackSysfs(t, "testdata/sysfs.ttar"), Config: map[string]any{
 		"rdma": false, "driver_stats": true, "include": "^(ens1f0np0|enp68s0|eno1)$",
-	}})
-	if res.Status != nil || len(res.Errors) != 0 {
-		t.Fatalf("status %v errors %v", res.Status, res.Errors)
-	}
-	text := res.Text(t)
-	sdktest.Golden(t, text, "testdata/driver_stats.golden")
-	checkPromtool(t, text)
+	}}, "testdata/driver_stats.golden")
 	if src.calls["ens1f0v0"] != 0 {
 		t.Error("include regex not applied")
 	}
-	if strings.Contains(text, "rdma_roce") {
+	if strings.Contains(res.Text(t), "rdma_roce") {
 		t.Error("rdma families with rdma: false")
 	}
 }
 
 func TestDriverStatsCapAndFilter(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
 	p := newTestPlugin(newFakeSource(t, fixtureFiles()))
 	c := sdktest.Client(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{
 		"rdma": false, "driver_stats": true, "include": "^ens1f0np0$",

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -317,18 +316,20 @@ func fixtureKernel(t testing.TB) *fakeKernel {
 	})
 }
 
-func TestStandardStatsGolden(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
+// stdStatsPlugin returns a plugin that reads its standard statistics from
+// fixtureKernel (returned too, for its request log and to edit its NICs)
+// and its driver statistics from files.
+func stdStatsPlugin(t *testing.T, files map[string]string) (*plugin, *fakeKernel) {
+	t.Helper()
 	k := fixtureKernel(t)
-	p := newTestPlugin(newFakeSource(t, fixtureFiles()))
+	p := newTestPlugin(newFakeSource(t, files))
 	p.std = k.source()
-	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"rdma": false}})
-	if res.Status != nil || len(res.Errors) != 0 {
-		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
-	}
-	text := res.Text(t)
-	sdktest.Golden(t, text, "testdata/standard.golden")
-	checkPromtool(t, text)
+	return p, k
+}
+
+func TestStandardStatsGolden(t *testing.T) {
+	p, k := stdStatsPlugin(t, fixtureFiles())
+	res := runGolden(t, p, sdktest.Options{Sysfs: sdktest.UnpackSysfs(t, "testdata/sysfs.ttar"), Config: map[string]any{"rdma": false}}, "testdata/standard.golden")
 	// Every selected netdev asked once per part; all four groups at once.
 	for _, n := range []string{"ens1f0np0", "enp68s0", "eno1", "ens1f0v0", "ibp196s0"} {
 		for _, cmd := range []int{msgStatsGet, msgPauseGet, msgFECGet} {
@@ -354,10 +355,8 @@ func TestStandardStatsGolden(t *testing.T) {
 }
 
 func TestStandardStatsOff(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
-	k := fixtureKernel(t)
-	p := newTestPlugin(newFakeSource(t, nil))
-	p.std = k.source()
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
+	p, k := stdStatsPlugin(t, nil)
 	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"rdma": false, "standard_stats": false}})
 	if len(k.requests) != 0 || k.dials != 0 {
 		t.Errorf("standard_stats: false still asked the kernel: %v", k.requests)
@@ -368,10 +367,8 @@ func TestStandardStatsOff(t *testing.T) {
 }
 
 func TestStandardStatsSelection(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
-	k := fixtureKernel(t)
-	p := newTestPlugin(newFakeSource(t, nil))
-	p.std = k.source()
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
+	p, k := stdStatsPlugin(t, nil)
 	sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"rdma": false, "include": "^ens", "exclude": "v[0-9]+$"}})
 	for key := range k.requests {
 		if !strings.HasSuffix(key, " ens1f0np0") {
@@ -384,10 +381,8 @@ func TestStandardStatsSelection(t *testing.T) {
 }
 
 func TestStandardStatsAllowlistPushdown(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
-	k := fixtureKernel(t)
-	p := newTestPlugin(newFakeSource(t, nil))
-	p.std = k.source()
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
+	p, k := stdStatsPlugin(t, nil)
 	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"rdma": false},
 		EnabledMetrics: []string{"ethtool_rmon_frames_by_size_total"}})
 	if k.groups != 1<<groupRMON {
@@ -404,12 +399,10 @@ func TestStandardStatsAllowlistPushdown(t *testing.T) {
 }
 
 func TestStandardStatsErrors(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
-	k := fixtureKernel(t)
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
+	p, k := stdStatsPlugin(t, nil)
 	k.nics["eno1"].anyErr = unix.EIO
 	delete(k.nics, "enp68s0") // vanished between listing and reading: ENODEV
-	p := newTestPlugin(newFakeSource(t, nil))
-	p.std = k.source()
 	c := sdktest.Client(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"rdma": false}})
 	var res *sdktest.Result
 	for range 2 {
@@ -440,11 +433,9 @@ func TestStandardStatsErrors(t *testing.T) {
 }
 
 func TestStandardStatsFamilyAbsent(t *testing.T) {
-	root := filepath.Join(sdktest.Unpack(t, "testdata/sysfs.ttar"), "sys")
-	k := fixtureKernel(t)
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
+	p, k := stdStatsPlugin(t, nil)
 	k.absent = true
-	p := newTestPlugin(newFakeSource(t, nil))
-	p.std = k.source()
 	c := sdktest.Client(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"rdma": false}})
 	for range 2 {
 		res := sdktest.Collect(t, c, 0)
