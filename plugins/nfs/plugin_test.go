@@ -137,16 +137,34 @@ func TestReconnect(t *testing.T) {
 // TestSourceErrors: unreadable sources are partial errors, counted in
 // nfs_collection_errors_total, never a failed scrape.
 func TestSourceErrors(t *testing.T) {
-	t.Run("missing mountstats", func(t *testing.T) {
-		root := procRoot(t, "", "tcp-synthetic", "")
-		res := sdktest.Run(t, newPlugin(), sdktest.Options{Procfs: root})
-		if res.Status != nil || len(res.Errors) != 1 || res.Errors[0].GetCollector() != "mountstats" {
-			t.Fatalf("status %v errors %v", res.Status, res.Errors)
-		}
-		text := res.Text(t)
-		mustContain(t, text, `nfs_collection_errors_total{collector="mountstats"} 1`)
-		mustNotContain(t, text, "nfs_rpc_count_total")
-	})
+	// A missing source is one partial error of its collector; what the
+	// other source gives is still exported.
+	for _, tc := range []struct {
+		name, mountstats, tcp string
+		collector             string
+		want, absent          []string
+	}{
+		{
+			name: "missing mountstats", tcp: "tcp-synthetic", collector: "mountstats",
+			want:   []string{`nfs_collection_errors_total{collector="mountstats"} 1`},
+			absent: []string{"nfs_rpc_count_total"},
+		},
+		{
+			name: "missing tcp table: no socket families, lanes still exported", mountstats: "mountstats-nfs3-tcp", collector: "tcp",
+			want:   []string{`nfs_xprt_sends_total{volume_id="home",xprt_idx="0"} 6.0876097e+07`, `nfs_collection_errors_total{collector="tcp"} 1`},
+			absent: []string{"nfs_xprt_tcp_state", "nfs_server_tcp_state"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := sdktest.Run(t, newPlugin(), sdktest.Options{Procfs: procRoot(t, tc.mountstats, tc.tcp, "")})
+			if res.Status != nil || len(res.Errors) != 1 || res.Errors[0].GetCollector() != tc.collector {
+				t.Fatalf("status %v errors %v", res.Status, res.Errors)
+			}
+			text := res.Text(t)
+			mustContain(t, text, tc.want...)
+			mustNotContain(t, text, tc.absent...)
+		})
+	}
 	t.Run("mountstats is a directory", func(t *testing.T) {
 		dir := t.TempDir()
 		res := sdktest.Run(t, newPlugin(), sdktest.Options{Procfs: dir, Config: map[string]any{"mountstats_path": dir}})
@@ -166,17 +184,6 @@ func TestSourceErrors(t *testing.T) {
 		if res.Status != nil || len(res.Errors) != 1 || res.Errors[0].GetCollector() != "mountstats" {
 			t.Fatalf("status %v errors %v", res.Status, res.Errors)
 		}
-	})
-	t.Run("missing tcp table: no socket families, lanes still exported", func(t *testing.T) {
-		root := procRoot(t, "mountstats-nfs3-tcp", "", "")
-		res := sdktest.Run(t, newPlugin(), sdktest.Options{Procfs: root})
-		if res.Status != nil || len(res.Errors) != 1 || res.Errors[0].GetCollector() != "tcp" {
-			t.Fatalf("status %v errors %v", res.Status, res.Errors)
-		}
-		text := res.Text(t)
-		mustContain(t, text, `nfs_xprt_sends_total{volume_id="home",xprt_idx="0"} 6.0876097e+07`,
-			`nfs_collection_errors_total{collector="tcp"} 1`)
-		mustNotContain(t, text, "nfs_xprt_tcp_state", "nfs_server_tcp_state")
 	})
 	t.Run("garbage tcp rows are skipped and reported", func(t *testing.T) {
 		root := procRoot(t, "mountstats-nfs3-tcp", "tcp-synthetic", "")
