@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 
 // scraper runs the chaos plugin under each name, configured by pluginsYAML
 // (the plugins: section of a config file), and returns a Scraper of them.
-func scraper(t *testing.T, pluginsYAML string, names ...string) *Scraper {
+func scraper(t testing.TB, pluginsYAML string, names ...string) *Scraper {
 	t.Helper()
 	dir := t.TempDir()
 	for _, n := range names {
@@ -211,5 +211,19 @@ func TestALeftRoundIsNotJoined(t *testing.T) {
 	}
 	if second.value("chaos_collects_total", "slow") != 1 || second.took > 550*time.Millisecond {
 		t.Errorf("the second scrape must join the slow plugin's Collect under way (#%v, took %v)", second.value("chaos_collects_total", "slow"), second.took)
+	}
+}
+
+// The self-metrics every scrape makes for itself (shared merges aside):
+// go test ./host/internal/scrape -run XXX -bench HostFamilies
+func BenchmarkHostFamilies(b *testing.B) {
+	s := scraper(b, "  one: {config: {series: 1}}\n", "one")
+	r := s.join(Selection{})
+	got := r.wait(context.Background())
+	m := r.merged(got, func(m *sharedMerge) { s.merge(r, got, m) })
+	s.leave(r)
+	now := time.Now()
+	for b.Loop() {
+		s.hostFamilies(s.report(r, got, m, now, now))
 	}
 }
