@@ -14,21 +14,52 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
 func prometheusBinary(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("PLEXPORTER_REQUIRE_PROMTOOL") != "" {
-			t.Fatal("prometheus not found but PLEXPORTER_REQUIRE_PROMTOOL is set (Debian package prometheus)")
-		}
-		t.Skip("prometheus not installed (Debian package prometheus)")
+	return sdktest.PrometheusBinary(t, "prometheus")
+}
+
+// startPrometheus runs the Prometheus server bin with one job, plexporter,
+// that scrapes the host at hostURL every second with the given timeout, and
+// returns the server's URL. It stops with the test and logs its output if
+// the test failed.
+func startPrometheus(t *testing.T, bin, hostURL, scrapeTimeout string, flags ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: %s
+scrape_configs:
+  - job_name: plexporter
+    static_configs:
+      - targets: [%q]
+`, scrapeTimeout, strings.TrimPrefix(hostURL, "http://"))), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	return bin
+	addr := freePort(t)
+	prom := exec.Command(bin, append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + filepath.Join(dir, "data"), "--web.listen-address=" + addr}, flags...)...)
+	logs := &syncBuffer{}
+	prom.Stdout, prom.Stderr = logs, logs
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		prom.Process.Kill()
+		prom.Wait()
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", logs.String())
+		}
+	})
+	return "http://" + addr
 }
 
 // query runs an instant query and returns the result vector's values by
@@ -76,31 +107,7 @@ func realPrometheusScrape(t *testing.T, promFlags []string) {
   alpha: {config: {series: 3, histograms: 1}}
   beta: {config: {series: 2, duplicates: 1}}
 `)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 900ms
-scrape_configs:
-  - job_name: plexporter
-    static_configs:
-      - targets: [%q]
-`, h.url[len("http://"):])), 0o644)
-	addr := freePort(t)
-	prom := exec.Command(bin, append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + filepath.Join(dir, "data"), "--web.listen-address=" + addr}, promFlags...)...)
-	logs := &syncBuffer{}
-	prom.Stdout, prom.Stderr = logs, logs
-	if err := prom.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		prom.Process.Kill()
-		prom.Wait()
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", logs.String())
-		}
-	})
-	promURL := "http://" + addr
+	promURL := startPrometheus(t, bin, h.url, "900ms", promFlags...)
 	h.waitFor(30*time.Second, "Prometheus to scrape the host successfully", func() bool {
 		return query(t, promURL, `up{job="plexporter"}`, "job")["plexporter"] == "1"
 	})

@@ -58,17 +58,24 @@ func UnpackTar(t testing.TB, path string) string {
 	return Unpack(t, path)
 }
 
-// PromtoolBinary returns the path of promtool. Without promtool on PATH the
-// test is skipped, unless PLEXPORTER_REQUIRE_PROMTOOL is set (CI sets it),
-// then it fails.
+// PromtoolBinary returns the path of promtool; see PrometheusBinary.
 func PromtoolBinary(t testing.TB) string {
 	t.Helper()
-	bin, err := exec.LookPath("promtool")
+	return PrometheusBinary(t, "promtool")
+}
+
+// PrometheusBinary returns the path of a program of the prometheus
+// distribution (Debian package prometheus: promtool, prometheus). Without it
+// on PATH the test is skipped, unless PLEXPORTER_REQUIRE_PROMTOOL is set (CI
+// sets it), then it fails.
+func PrometheusBinary(t testing.TB, name string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("PLEXPORTER_REQUIRE_PROMTOOL") != "" {
-			t.Fatal("promtool not found but PLEXPORTER_REQUIRE_PROMTOOL is set")
+			t.Fatalf("%s not found but PLEXPORTER_REQUIRE_PROMTOOL is set (Debian package prometheus)", name)
 		}
-		t.Skip("promtool not installed (Debian package prometheus)")
+		t.Skipf("%s not installed (Debian package prometheus)", name)
 	}
 	return bin
 }
