@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -233,18 +234,8 @@ func (h *harness) compare(f format, es ...*exporter) ([]*cell, error) {
 func seriesLines(body []byte, prefixes ...string) int {
 	n := 0
 	for _, line := range strings.Split(string(body), "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		if len(prefixes) == 0 {
+		if line != "" && line[0] != '#' && (len(prefixes) == 0 || hasAnyPrefix(line, prefixes)) {
 			n++
-			continue
-		}
-		for _, p := range prefixes {
-			if strings.HasPrefix(line, p) {
-				n++
-				break
-			}
 		}
 	}
 	return n
@@ -254,16 +245,13 @@ func seriesLines(body []byte, prefixes ...string) int {
 func familyCount(body []byte, prefixes ...string) int {
 	n := 0
 	for _, line := range strings.Split(string(body), "\n") {
-		name, ok := strings.CutPrefix(line, "# TYPE ")
-		if !ok {
-			continue
-		}
-		for _, p := range prefixes {
-			if strings.HasPrefix(name, p) {
-				n++
-				break
-			}
+		if name, ok := strings.CutPrefix(line, "# TYPE "); ok && hasAnyPrefix(name, prefixes) {
+			n++
 		}
 	}
 	return n
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(s, p) })
 }
