@@ -1,13 +1,13 @@
 package main
 
 import (
-	"github.com/plexporter/plexporter/sdk/fixture"
-
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/plexporter/plexporter/sdk/fixture"
 )
 
 // nodeExporterBin is Debian's node_exporter (package prometheus-node-exporter).
@@ -50,9 +50,35 @@ func (h *harness) shippedPlugin(name string) string {
 	return path
 }
 
-// versus measures a plexporter host against node_exporter on the same
-// tree, interleaved, in text format, and describes both expositions.
-func (h *harness) versus(sec *section, plex, ne *exporter, plexPrefix, nePrefix string) (*cell, *cell, error) {
+// versusPlugin returns the shipped plugin a scenario against node_exporter
+// runs, or "" after marking sec skipped when the plugin is not built or
+// node_exporter is not installed.
+func (h *harness) versusPlugin(sec *section, name string) string {
+	plugin := h.shippedPlugin(name)
+	if plugin == "" {
+		sec.skipped = fmt.Sprintf("bin/plugins/plexporter-%s is not built (the %s plugin is missing).", name, name)
+		return ""
+	}
+	if _, err := exec.LookPath(nodeExporterBin); err != nil {
+		sec.skipped = nodeExporterBin + " is not installed (`apt-get install -y prometheus-node-exporter`)."
+		return ""
+	}
+	return plugin
+}
+
+// versus starts the plexporter host of spec ("<name>-plexporter") and
+// node_exporter with neArgs ("<name>-node_exporter") on the same tree,
+// measures them interleaved, in text format, and describes both expositions.
+func (h *harness) versus(sec *section, name string, spec hostSpec, neArgs []string, plexPrefix, nePrefix string) (*cell, *cell, error) {
+	spec.name = name + "-plexporter"
+	plex, err := h.startHost(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	ne, err := h.startNodeExporter(name+"-node_exporter", neArgs...)
+	if err != nil {
+		return nil, nil, err
+	}
 	pb, err := h.getBody(plex.url + plex.path)
 	if err != nil {
 		return nil, nil, err
@@ -85,13 +111,8 @@ func (h *harness) versus(sec *section, plex, ne *exporter, plexPrefix, nePrefix 
 func (h *harness) scenarioRDMA() error {
 	sec := section{id: "2", title: fmt.Sprintf("rdma: plexporter-rdma vs node_exporter --collector.infiniband (%d devices × %d ports)", rdmaDevices, rdmaPorts)}
 	defer func() { h.report.add(sec) }()
-	plugin := h.shippedPlugin("rdma")
+	plugin := h.versusPlugin(&sec, "rdma")
 	if plugin == "" {
-		sec.skipped = "bin/plugins/plexporter-rdma is not built (the rdma plugin is missing)."
-		return nil
-	}
-	if _, err := exec.LookPath(nodeExporterBin); err != nil {
-		sec.skipped = nodeExporterBin + " is not installed (`apt-get install -y prometheus-node-exporter`)."
 		return nil
 	}
 	tree := filepath.Join(h.trees, "rdma-tree")
@@ -110,20 +131,11 @@ func (h *harness) scenarioRDMA() error {
 		"false` (netlink is not read: node_exporter does not read it either). node_exporter: `--collector.disable-defaults "+
 		"--collector.infiniband --path.sysfs=<tree>/sys`. Both bodies include their exporter's own `go_*`/`process_*` "+
 		"families; plexporter's also its `plexporter_*` self-metrics.", len(devs), devs[0], devs[len(devs)-1], rdmaPorts))
-	plex, err := h.startHost(hostSpec{
-		name:    "rdma-plexporter",
+	P, N, err := h.versus(&sec, "rdma", hostSpec{
 		plugins: map[string]string{"rdma": plugin},
 		config:  fmt.Sprintf("  rdma: {config: {optional_counters: false, qp_counters: false}, manifest: {paths: {read_only: [%q]}}}\n", tree),
 		args:    []string{"--path.sysfs=" + sys, "--log.level=warn"},
-	})
-	if err != nil {
-		return err
-	}
-	ne, err := h.startNodeExporter("rdma-node_exporter", "--collector.disable-defaults", "--collector.infiniband", "--path.sysfs="+sys)
-	if err != nil {
-		return err
-	}
-	P, N, err := h.versus(&sec, plex, ne, "rdma_", "node_infiniband_")
+	}, []string{"--collector.disable-defaults", "--collector.infiniband", "--path.sysfs=" + sys}, "rdma_", "node_infiniband_")
 	if err != nil {
 		return err
 	}
@@ -135,13 +147,8 @@ func (h *harness) scenarioRDMA() error {
 func (h *harness) scenarioNFS() error {
 	sec := section{id: "3", title: fmt.Sprintf("nfs: plexporter-nfs vs node_exporter --collector.mountstats (%d mounts × nconnect %d)", nfsMounts, nfsNconnect)}
 	defer func() { h.report.add(sec) }()
-	plugin := h.shippedPlugin("nfs")
+	plugin := h.versusPlugin(&sec, "nfs")
 	if plugin == "" {
-		sec.skipped = "bin/plugins/plexporter-nfs is not built (the nfs plugin is missing)."
-		return nil
-	}
-	if _, err := exec.LookPath(nodeExporterBin); err != nil {
-		sec.skipped = nodeExporterBin + " is not installed (`apt-get install -y prometheus-node-exporter`)."
 		return nil
 	}
 	root := filepath.Join(h.trees, "nfs-procfs")
@@ -156,20 +163,11 @@ func (h *harness) scenarioNFS() error {
 		"--path.procfs=<tree>`. The plugin exports per-lane and per-socket series that node_exporter does not; node_exporter "+
 		"exports every operation of the per-op table, the plugin a configurable set (15 by default).",
 		nfsMounts, nfsServers, nfsNconnect, nfsServers))
-	plex, err := h.startHost(hostSpec{
-		name:    "nfs-plexporter",
+	P, N, err := h.versus(&sec, "nfs", hostSpec{
 		plugins: map[string]string{"nfs": plugin},
 		config:  fmt.Sprintf("  nfs: {manifest: {paths: {read_only: [%q]}}}\n", root),
 		args:    []string{"--path.procfs=" + root, "--log.level=warn"},
-	})
-	if err != nil {
-		return err
-	}
-	ne, err := h.startNodeExporter("nfs-node_exporter", "--collector.disable-defaults", "--collector.mountstats", "--path.procfs="+root)
-	if err != nil {
-		return err
-	}
-	P, N, err := h.versus(&sec, plex, ne, "nfs_", "node_mountstats_nfs_")
+	}, []string{"--collector.disable-defaults", "--collector.mountstats", "--path.procfs=" + root}, "nfs_", "node_mountstats_nfs_")
 	if err != nil {
 		return err
 	}
