@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
@@ -54,21 +55,26 @@ func (p *plugin) readsDone() uint64 {
 	return p.poller.reads.Load()
 }
 
-// runAfterFirstRound configures p, waits until n SMART reads finished and
-// collects once through the real gRPC path.
+// clientAfterFirstRound configures p behind the real gRPC path and waits
+// until n SMART reads finished.
+func clientAfterFirstRound(tb testing.TB, p *plugin, n uint64, opts sdktest.Options) pluginv1.PluginServiceClient {
+	tb.Helper()
+	c := sdktest.Client(tb, p, opts)
+	waitFor(tb, "first SMART round", func() bool { return p.readsDone() >= n })
+	return c
+}
+
+// runAfterFirstRound collects once from clientAfterFirstRound.
 func runAfterFirstRound(t *testing.T, p *plugin, n uint64, opts sdktest.Options) *sdktest.Result {
 	t.Helper()
-	c := sdktest.Client(t, p, opts)
-	waitFor(t, "first SMART round", func() bool { return p.readsDone() >= n })
-	return sdktest.Collect(t, c, 0)
+	return sdktest.Collect(t, clientAfterFirstRound(t, p, n, opts), 0)
 }
 
 func TestGoldenFixtures(t *testing.T) {
 	root := sysfsFixture(t, "sysfs")
 	f := fixtureFake(t)
 	p := testPlugin(t, f)
-	c := sdktest.Client(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"smart_interval": "1h"}})
-	waitFor(t, "first SMART round", func() bool { return p.readsDone() >= 3 })
+	c := clientAfterFirstRound(t, p, 3, sdktest.Options{Sysfs: root, Config: map[string]any{"smart_interval": "1h"}})
 	res := sdktest.Collect(t, c, 0)
 	if res.Status != nil {
 		t.Fatalf("collect: %v", res.Status)
@@ -299,8 +305,7 @@ func BenchmarkCollect(b *testing.B) {
 	root := sysfsFixture(b, "sysfs")
 	f := fixtureFake(b)
 	p := testPlugin(b, f)
-	c := sdktest.Client(b, p, sdktest.Options{Sysfs: root, Config: map[string]any{"smart_interval": "1h"}})
-	waitFor(b, "first SMART round", func() bool { return p.readsDone() >= 3 })
+	c := clientAfterFirstRound(b, p, 3, sdktest.Options{Sysfs: root, Config: map[string]any{"smart_interval": "1h"}})
 	b.ResetTimer()
 	for b.Loop() {
 		if res := sdktest.Collect(b, c, 0); res.Status != nil {
