@@ -44,17 +44,17 @@ func (p *plugin) Info() sdk.Info {
 
 // Configure applies a new section as a whole, or keeps the running settings
 // when it is refused.
-func (p *plugin) Configure(_ context.Context, c sdk.Config) error {
-	cfg := defaultConfig()
-	if err := c.Decode(&cfg); err != nil {
+func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
+	c := defaultConfig()
+	if err := cfg.Decode(&c); err != nil {
 		return err
 	}
-	if err := cfg.validate(); err != nil {
+	if err := c.validate(); err != nil {
 		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cfg, p.paths, p.configured = cfg, c.Paths, true
+	p.cfg, p.paths, p.configured = c, cfg.Paths, true
 	return nil
 }
 
