@@ -24,31 +24,11 @@ func runGolden(t *testing.T, p *plugin, opts sdktest.Options, golden string) str
 	return text
 }
 
-// mustContain fails for each of want that the exposition lacks.
-func mustContain(t *testing.T, text string, want ...string) {
-	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(text, w) {
-			t.Errorf("missing %s", w)
-		}
-	}
-}
-
-// mustNotContain fails for each of bad that the exposition has.
-func mustNotContain(t *testing.T, text string, bad ...string) {
-	t.Helper()
-	for _, b := range bad {
-		if strings.Contains(text, b) {
-			t.Errorf("unexpected %s", b)
-		}
-	}
-}
-
 // Fixture tree: mlx5 RoCE PF, its VF, native IB, ionic, rxe; sysfs only.
 func TestGoldenFixtureTree(t *testing.T) {
 	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
 	text := runGolden(t, newPlugin(), sdktest.Options{Sysfs: root, Config: map[string]any{"optional_counters": false}}, "testdata/fixtures.golden")
-	mustContain(t, text,
+	sdktest.Contains(t, text,
 		`rdma_port_info{device="mlx5_2",port="1",netdev="ens1f0v0",link_layer="Ethernet",state="ACTIVE",phys_state="LINK_UP",link_width="4X",link_speed="200 Gb/sec",pci_addr="0000:17:00.2",is_vf="true",pf_device="mlx5_0"} 1`,
 		`rdma_port_info{device="rxe0",port="1",netdev="eno1",link_layer="Ethernet",state="ACTIVE",phys_state="LINK_UP",link_width="1X",link_speed="25 Gb/sec",pci_addr="",is_vf="false",pf_device=""} 1`,
 		`rdma_port_info{device="mlx5_1",port="1",netdev="",link_layer="InfiniBand",state="ACTIVE",phys_state="LINK_UP",link_width="4X",link_speed="200 Gb/sec",pci_addr="0000:c4:00.0",is_vf="false",pf_device=""} 1`,
@@ -58,7 +38,7 @@ func TestGoldenFixtureTree(t *testing.T) {
 		`rdma_resp_rx_outouf_seq_total{device="ionic_0",port="1"}`,
 		`rdma_vl15_dropped_total{device="mlx5_0",port="1"}`,
 	)
-	mustNotContain(t, text, "rdma_lifespan_total", `collector="optional-counters"`, "rdma_qp_")
+	sdktest.Lacks(t, text, "rdma_lifespan_total", `collector="optional-counters"`, "rdma_qp_")
 }
 
 // The real Linux 6.1 rxe capture.
@@ -73,7 +53,7 @@ func TestGoldenRxeReal(t *testing.T) {
 	p.dial = r.dial
 	text := runGolden(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"qp_counters": true}}, "testdata/rxe-real.golden")
 	// mode none: no dump, so no scrape status.
-	mustNotContain(t, text, "rdma_qp_scrape_status")
+	sdktest.Lacks(t, text, "rdma_qp_scrape_status")
 	for _, m := range r.sent {
 		if m.Header.Flags&netlink.Dump != 0 && int(m.Header.Type)&0x3ff == cmdStatGet {
 			t.Error("QP dump sent although mode is none")
@@ -89,14 +69,14 @@ func TestGoldenOptionalCounters(t *testing.T) {
 	p := newPlugin()
 	p.dial = r.dial
 	text := runGolden(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"exclude_devices": allButMlx50}}, "testdata/optional.golden")
-	mustContain(t, text,
+	sdktest.Contains(t, text,
 		`rdma_optional_counter_enabled{device="mlx5_0",port="1",counter="cc_rx_ce_pkts"} 1`,
 		`rdma_optional_counter_enabled{device="mlx5_0",port="1",counter="rdma_tx_bytes"} 0`,
 		`rdma_scrape_collector_success{collector="optional-counters"} 1`,
 		"rdma_optional_counter_scrape_errors_total 0",
 		"rdma_cc_rx_ce_pkts_total{",
 	)
-	mustNotContain(t, text, "ionic_0", "rxe0") // excluded devices
+	sdktest.Lacks(t, text, "ionic_0", "rxe0") // excluded devices
 }
 
 // Enabled counter without a value: counted, no series.
@@ -121,7 +101,7 @@ func TestOptionalDialFailure(t *testing.T) {
 	p := newPlugin()
 	p.dial = func() (nlConn, error) { return nil, os.ErrPermission }
 	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root})
-	mustContain(t, res.Text(t), `rdma_scrape_collector_success{collector="optional-counters"} 0`,
+	sdktest.Contains(t, res.Text(t), `rdma_scrape_collector_success{collector="optional-counters"} 0`,
 		"rdma_optional_counter_scrape_errors_total 1", `rdma_port_info{device="mlx5_0"`)
 }
 
@@ -136,7 +116,7 @@ func TestNoDevicesSkipsNetlink(t *testing.T) {
 	if dialed || len(res.Errors) != 0 {
 		t.Fatalf("dialed=%v errors=%v", dialed, res.Errors)
 	}
-	mustContain(t, text, `rdma_scrape_collector_success{collector="optional-counters"} 1`,
+	sdktest.Contains(t, text, `rdma_scrape_collector_success{collector="optional-counters"} 1`,
 		`rdma_scrape_collector_success{collector="qp-counters"} 1`, "rdma_optional_counter_scrape_errors_total 0")
 }
 
@@ -214,7 +194,7 @@ func TestGoldenQPCounters(t *testing.T) {
 	text := runGolden(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{
 		"exclude_devices": allButMlx50, "qp_counters": true, "optional_counters": false,
 	}}, "testdata/qp.golden")
-	mustContain(t, text,
+	sdktest.Contains(t, text,
 		`rdma_qp_rx_write_requests_total{device="mlx5_0",port="1",qp_type="RC"} 15`,
 		`rdma_qp_rx_write_requests_total{device="mlx5_0",port="1",qp_type="UD"} 1`,
 		`rdma_qp_rx_bytes_total{device="mlx5_0",port="1",qp_type="RC"} 1024`,
@@ -224,7 +204,7 @@ func TestGoldenQPCounters(t *testing.T) {
 		`rdma_qp_auto_mask{device="mlx5_0",port="1",criteria="pid"} 0`,
 		`rdma_scrape_collector_success{collector="qp-counters"} 1`,
 	)
-	mustNotContain(t, text, "not_exported", "rdma_optional_counter")
+	sdktest.Lacks(t, text, "not_exported", "rdma_optional_counter")
 }
 
 func TestQPOverflow(t *testing.T) {
@@ -242,9 +222,9 @@ func TestQPOverflow(t *testing.T) {
 	p.dial = r.dial
 	res := sdktest.Run(t, p, sdktest.Options{Sysfs: root, Config: map[string]any{"exclude_devices": allButMlx50, "qp_counters": true, "optional_counters": false}})
 	text := res.Text(t)
-	mustContain(t, text, `rdma_qp_scrape_status{device="mlx5_0",port="1",result="overflow"} 1`, "rdma_qp_scrape_errors_total 1",
+	sdktest.Contains(t, text, `rdma_qp_scrape_status{device="mlx5_0",port="1",result="overflow"} 1`, "rdma_qp_scrape_errors_total 1",
 		`rdma_port_xmit_data_total{device="mlx5_0",port="1"}`)
-	mustNotContain(t, text, "rdma_qp_rx_write_requests_total") // totals of an overflowed port
+	sdktest.Lacks(t, text, "rdma_qp_rx_write_requests_total") // totals of an overflowed port
 }
 
 func grep(text, sub string) string {

@@ -50,6 +50,28 @@ func CleanGolden(t testing.TB, res *Result, golden string) string {
 	return text
 }
 
+// Contains fails the test for each of want that the exposition text lacks;
+// a want is a substring, a whole sample line or a prefix of one
+// (`name{label="v"`).
+func Contains(t testing.TB, text string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("exposition lacks %s", w)
+		}
+	}
+}
+
+// Lacks fails the test for each of absent that the exposition text has.
+func Lacks(t testing.TB, text string, absent ...string) {
+	t.Helper()
+	for _, a := range absent {
+		if strings.Contains(text, a) {
+			t.Errorf("exposition has %s", a)
+		}
+	}
+}
+
 // UnpackTar extracts a fixture tree from a tar file, as Unpack does.
 //
 // Deprecated: use Unpack; fixtures are text archives (.ttar).
