@@ -14,6 +14,9 @@ LISTEN    ?= 127.0.0.1:9880
 BUF_VERSION                := v1.75.0
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
+# Packaging tools (`make package`), pinned the same way.
+NFPM_VERSION               := v2.45.2
+CYCLONEDX_GOMOD_VERSION    := v1.10.0
 
 VERSION  := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -21,7 +24,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Revision=$(REVISION) \
             -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build run test unit lint cross proto proto-check tools bench clean
+.PHONY: all build run test unit lint cross proto proto-check tools bench clean package image-rootfs
 
 all: build
 
@@ -91,6 +94,23 @@ proto-check: tools
 			echo "generated code in proto/ is stale: run 'make proto' and commit"; \
 			diff -r $$tmp/proto/plexporter proto/plexporter -x '*.proto' | head -20; exit 1; \
 		fi; echo "generated code is up to date"
+
+## package: the .deb packages (host + one per plugin), reproducible, each
+##          with a CycloneDX SBOM, in bin/packages (deploy/README.md)
+package: $(TOOLS)/nfpm $(TOOLS)/cyclonedx-gomod
+	GO=$(GO) NFPM=$(TOOLS)/nfpm CYCLONEDX=$(TOOLS)/cyclonedx-gomod \
+		VERSION=$(VERSION) REVISION=$(REVISION) deploy/package.sh
+$(TOOLS)/nfpm:
+	GOBIN=$(TOOLS) $(GO) install -trimpath github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+$(TOOLS)/cyclonedx-gomod:
+	@# -trimpath: the SBOMs record this tool's own hash, which must not depend
+	@# on where the module cache is
+	GOBIN=$(TOOLS) $(GO) install -trimpath github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+
+## image-rootfs: the container image's file tree in bin/image-rootfs, the
+##               build context of deploy/Dockerfile (FROM scratch)
+image-rootfs:
+	GO=$(GO) VERSION=$(VERSION) REVISION=$(REVISION) deploy/image-rootfs.sh
 
 clean:
 	rm -rf $(BIN)
