@@ -242,8 +242,7 @@ func (p *plugin) collectOptional(ctx context.Context, w *sdk.Writer, c *nldevCli
 	for pt := range ports {
 		status, err := c.statStatus(ctx, pt.index, pt.num)
 		if err != nil {
-			p.optionalErr++
-			w.Error("optional-counters", fmt.Errorf("%s/%d: counter status: %w", pt.device, pt.num, err))
+			failPort(w, &p.optionalErr, "optional-counters", pt, fmt.Errorf("counter status: %w", err))
 			continue
 		}
 		var enabled []string
@@ -263,8 +262,7 @@ func (p *plugin) collectOptional(ctx context.Context, w *sdk.Writer, c *nldevCli
 		}
 		values, err := c.statValues(ctx, pt.index, pt.num)
 		if err != nil {
-			p.optionalErr++
-			w.Error("optional-counters", fmt.Errorf("%s/%d: counter values: %w", pt.device, pt.num, err))
+			failPort(w, &p.optionalErr, "optional-counters", pt, fmt.Errorf("counter values: %w", err))
 			continue
 		}
 		got := map[string]uint64{}
@@ -276,8 +274,7 @@ func (p *plugin) collectOptional(ctx context.Context, w *sdk.Writer, c *nldevCli
 		for _, name := range enabled {
 			v, ok := got[name]
 			if !ok {
-				p.optionalErr++
-				w.Error("optional-counters", fmt.Errorf("%s/%d: enabled optional counter %s has no value", pt.device, pt.num, name))
+				failPort(w, &p.optionalErr, "optional-counters", pt, fmt.Errorf("enabled optional counter %s has no value", name))
 				continue
 			}
 			desc, mapped := optionalDescs[name]
@@ -293,8 +290,7 @@ func (p *plugin) collectQP(ctx context.Context, w *sdk.Writer, c *nldevClient, p
 	for pt := range ports {
 		mode, err := c.qpMode(ctx, pt.index, pt.num)
 		if err != nil {
-			p.qpErrs++
-			w.Error("qp-counters", fmt.Errorf("%s/%d: QP counter mode: %w", pt.device, pt.num, err))
+			failPort(w, &p.qpErrs, "qp-counters", pt, fmt.Errorf("QP counter mode: %w", err))
 			p.qpStatus(w, pt.device, pt.label, "error")
 			continue
 		}
@@ -308,8 +304,7 @@ func (p *plugin) collectQP(ctx context.Context, w *sdk.Writer, c *nldevClient, p
 		}
 		sets, err := c.qpSets(ctx, pt.index, pt.num)
 		if err != nil {
-			p.qpErrs++
-			w.Error("qp-counters", fmt.Errorf("%s/%d: QP counter dump: %w", pt.device, pt.num, err))
+			failPort(w, &p.qpErrs, "qp-counters", pt, fmt.Errorf("QP counter dump: %w", err))
 			if errors.Is(err, errDumpOverflow) {
 				p.qpStatus(w, pt.device, pt.label, "overflow")
 			} else {
@@ -342,6 +337,13 @@ func (p *plugin) collectQP(ctx context.Context, w *sdk.Writer, c *nldevClient, p
 			}
 		}
 	}
+}
+
+// failPort counts a failed request about one port in its collector's error
+// counter and reports it to the host, so the two counts agree.
+func failPort(w *sdk.Writer, counter *uint64, collector string, pt nlPort, err error) {
+	*counter++
+	w.Error(collector, fmt.Errorf("%s/%d: %w", pt.device, pt.num, err))
 }
 
 func (p *plugin) qpStatus(w *sdk.Writer, dev, port, result string) {
