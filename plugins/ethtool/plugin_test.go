@@ -93,76 +93,60 @@ func hasDevice(s map[string]float64, device string) bool {
 }
 
 func TestScoping(t *testing.T) {
-	const vport = "rdma_netdev_vport_rdma_bytes_total"
+	const (
+		vport        = "rdma_netdev_vport_rdma_bytes_total"
+		vportPackets = "rdma_netdev_vport_rdma_packets_total"
+		pfcFrames    = "rdma_roce_pfc_pause_frames_total"
+		phyRxBits    = "rdma_phy_rx_bits_total"
+		phyLinkDown  = "rdma_phy_link_down_events_total"
+	)
+	// seriesOf is a family and a device: the device has a series of the
+	// family, or ("" device) the family has any series.
+	type seriesOf struct{ family, device string }
 	type scopingCase struct {
-		name   string
-		mutate func(t *testing.T, root string) // edits the fixture tree
-		files  map[string]string               // added to fixtureFiles
-		check  func(t *testing.T, res *sdktest.Result)
+		name    string
+		mutate  func(t *testing.T, root string) // edits the fixture tree
+		files   map[string]string               // added to fixtureFiles
+		present []seriesOf                      // exported
+		absent  []seriesOf                      // not exported
+		check   func(t *testing.T, res *sdktest.Result)
 	}
 	cases := []scopingCase{
 		{
-			name: "baseline PF has vport, VF and IB ports skipped, missing priorities absent",
+			name:   "baseline PF has vport, VF and IB ports skipped, missing priorities absent",
+			absent: []seriesOf{{pfcFrames, "mlx5_2"}, {pfcFrames, "mlx5_1"}, {phyLinkDown, "mlx5_2"}, {phyLinkDown, "mlx5_1"}},
 			check: func(t *testing.T, res *sdktest.Result) {
 				v := series(t, res, vport)
 				if v["device=mlx5_0,port=1,netdev=ens1f0np0,direction=tx,traffic=unicast"] != 1873496402117632 {
 					t.Errorf("vport tx unicast = %v", v)
 				}
-				pfc := series(t, res, "rdma_roce_pfc_pause_frames_total")
+				pfc := series(t, res, pfcFrames)
 				if len(pfc) != 2 || pfc["device=mlx5_0,port=1,netdev=ens1f0np0,direction=rx,priority=3"] != 1823104 {
 					t.Errorf("pfc frames = %v (only priority 3 is PFC-enabled)", pfc)
-				}
-				for _, fam := range []string{"rdma_roce_pfc_pause_frames_total", "rdma_phy_link_down_events_total"} {
-					s := series(t, res, fam)
-					if hasDevice(s, "mlx5_2") || hasDevice(s, "mlx5_1") {
-						t.Errorf("%s has VF or IB series: %v", fam, s)
-					}
 				}
 			},
 		},
 		{
-			name:  "rxe0 (no PCI device) gets PFC but no vport",
-			files: map[string]string{"eno1": "testdata/mlx5_ens1f0np0.txt"},
-			check: func(t *testing.T, res *sdktest.Result) {
-				if !hasDevice(series(t, res, "rdma_roce_pfc_pause_frames_total"), "rxe0") {
-					t.Error("no PFC for rxe0")
-				}
-				if !hasDevice(series(t, res, "rdma_phy_rx_bits_total"), "rxe0") {
-					t.Error("no PHY for rxe0")
-				}
-				if hasDevice(series(t, res, vport), "rxe0") {
-					t.Error("vport for a non-PCI device")
-				}
-			},
+			name:    "rxe0 (no PCI device) gets PFC but no vport",
+			files:   map[string]string{"eno1": "testdata/mlx5_ens1f0np0.txt"},
+			present: []seriesOf{{pfcFrames, "rxe0"}, {phyRxBits, "rxe0"}},
+			absent:  []seriesOf{{vport, "rxe0"}},
 		},
 		{
 			name: "no sriov_totalvfs omits vport",
 			mutate: func(t *testing.T, root string) {
 				rm(t, filepath.Join(root, "bus/pci/devices/0000:17:00.0/sriov_totalvfs"))
 			},
-			check: func(t *testing.T, res *sdktest.Result) {
-				if len(series(t, res, vport)) != 0 || len(series(t, res, "rdma_netdev_vport_rdma_packets_total")) != 0 {
-					t.Error("vport present without sriov_totalvfs")
-				}
-				if !hasDevice(series(t, res, "rdma_phy_rx_bits_total"), "mlx5_0") {
-					t.Error("other HW families must stay")
-				}
-			},
+			present: []seriesOf{{phyRxBits, "mlx5_0"}}, // the other HW families stay
+			absent:  []seriesOf{{vport, ""}, {vportPackets, ""}},
 		},
 		{
 			name: "VF without physfn is treated as not-VF",
 			mutate: func(t *testing.T, root string) {
 				rm(t, filepath.Join(root, "bus/pci/devices/0000:17:00.2/physfn"))
 			},
-			check: func(t *testing.T, res *sdktest.Result) {
-				if !hasDevice(series(t, res, "rdma_roce_pfc_pause_frames_total"), "mlx5_2") {
-					t.Error("mlx5_2 without physfn should be collected")
-				}
-				// No sriov_totalvfs on the VF function: no vport for it.
-				if hasDevice(series(t, res, vport), "mlx5_2") {
-					t.Error("vport for mlx5_2")
-				}
-			},
+			present: []seriesOf{{pfcFrames, "mlx5_2"}},
+			absent:  []seriesOf{{vport, "mlx5_2"}}, // no sriov_totalvfs on the VF function
 		},
 		{
 			name: "shared netdev omits vport and emits HW once",
@@ -171,15 +155,11 @@ func TestScoping(t *testing.T) {
 					write(t, filepath.Join(root, "class/infiniband/ionic_0/ports/1/gid_attrs/ndevs", string(rune('0'+i))), "ens1f0np0\n")
 				}
 			},
+			present: []seriesOf{{pfcFrames, "ionic_0"}, {pfcFrames, "mlx5_0"}}, // PFC is per (device, port)
+			absent:  []seriesOf{{vport, ""}},                                   // two owners
 			check: func(t *testing.T, res *sdktest.Result) {
-				if len(series(t, res, vport)) != 0 {
-					t.Error("vport with two owners")
-				}
-				if n := len(series(t, res, "rdma_phy_rx_bits_total")); n != 1 {
+				if n := len(series(t, res, phyRxBits)); n != 1 {
 					t.Errorf("HW family emitted %d times for one netdev", n)
-				}
-				if pfc := series(t, res, "rdma_roce_pfc_pause_frames_total"); !hasDevice(pfc, "ionic_0") || !hasDevice(pfc, "mlx5_0") {
-					t.Errorf("PFC must be per (device, port): %v", pfc)
 				}
 			},
 		},
@@ -190,11 +170,7 @@ func TestScoping(t *testing.T) {
 			mutate: func(t *testing.T, root string) {
 				write(t, filepath.Join(root, "class/net/ens1f0np0/phys_port_name"), rep+"\n")
 			},
-			check: func(t *testing.T, res *sdktest.Result) {
-				if len(series(t, res, vport)) != 0 {
-					t.Errorf("vport for representor %s", rep)
-				}
-			},
+			absent: []seriesOf{{vport, ""}},
 		})
 	}
 	for _, c := range cases {
@@ -211,7 +187,23 @@ func TestScoping(t *testing.T) {
 			if res.Status != nil || len(res.Errors) != 0 {
 				t.Fatalf("status %v errors %v", res.Status, res.Errors)
 			}
-			c.check(t, res)
+			has := func(s seriesOf) bool {
+				got := series(t, res, s.family)
+				return (s.device == "" && len(got) != 0) || (s.device != "" && hasDevice(got, s.device))
+			}
+			for _, s := range c.present {
+				if !has(s) {
+					t.Errorf("%s: no series of %q", s.family, s.device)
+				}
+			}
+			for _, s := range c.absent {
+				if has(s) {
+					t.Errorf("%s: series of %q: %v", s.family, s.device, series(t, res, s.family))
+				}
+			}
+			if c.check != nil {
+				c.check(t, res)
+			}
 		})
 	}
 }
