@@ -23,6 +23,7 @@ import (
 	webflag "github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
+	"github.com/plexporter/plexporter/host/internal/launch"
 	"github.com/plexporter/plexporter/host/internal/sandbox"
 	"github.com/plexporter/plexporter/host/internal/scrape"
 	"github.com/plexporter/plexporter/host/internal/supervise"
@@ -49,6 +50,7 @@ type flags struct {
 	sandbox         bool
 	allowRoot       bool
 	insecurePerms   bool
+	runtimeDir      string
 }
 
 func main() {
@@ -78,6 +80,7 @@ func run(args []string) int {
 	app.Flag("plugin.max-label-length", "Longest label value accepted, in bytes; longer ones drop their series.").Default("4096").IntVar(&f.maxLabelLen)
 	app.Flag("plugin.sandbox", "Confine each plugin to its manifest (needs root). --no-plugin.sandbox runs plugins as the host's user, unconfined: development only.").Default("true").BoolVar(&f.sandbox)
 	app.Flag("plugin.allow-root", "Allow plugins whose manifest sets allow_root to run as uid 0.").BoolVar(&f.allowRoot)
+	app.Flag("plugin.runtime-dir", "Directory for the plugins' sockets; the host makes one subdirectory per instance in it and, at start, removes those of hosts that are gone. Default: $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), else /run/plexporter as root, else $XDG_RUNTIME_DIR/plexporter, else $TMPDIR/plexporter-<uid>.").StringVar(&f.runtimeDir)
 	app.Flag("plugin.insecure-permissions", "Run plugin binaries and read their manifests and the config file even if they, a directory above them or a symlink on the way is writable by group/others or owned by a user other than root and the host's.").BoolVar(&f.insecurePerms)
 	app.Flag("metrics.enabled", "Comma-separated globs of metric families to expose (base names: a counter matches without _total). Unset: all.").Envar("PLEXPORTER_ENABLED_METRICS").StringVar(&f.enabledMetrics)
 	app.Flag("metrics.disabled", "Comma-separated globs of metric families to hide, applied after --metrics.enabled.").Envar("PLEXPORTER_DISABLED_METRICS").StringVar(&f.disabledMetrics)
@@ -108,6 +111,12 @@ func run(args []string) int {
 		log.Error("bad metric filter", "err", err)
 		return 2
 	}
+	runtimeDir, err := launch.OpenRuntimeDir(f.runtimeDir, log)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	defer runtimeDir.Close()
 	sandboxed := f.sandbox && os.Geteuid() == 0
 	switch {
 	case !f.sandbox:
@@ -129,6 +138,7 @@ func run(args []string) int {
 			Paths:        &pluginv1.Paths{Sysfs: f.sysfs, Procfs: f.procfs, Rootfs: f.rootfs},
 			LogLevel:     hclogLevel(logConfig),
 			MaxSeries:    f.maxSeries,
+			SocketParent: runtimeDir.Path,
 		},
 	}, log)
 

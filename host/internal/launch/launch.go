@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -27,6 +28,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
 
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/pluginlog"
@@ -50,6 +52,9 @@ type Options struct {
 	Sandbox *sandbox.Spec
 	// StartTimeout bounds process start and go-plugin's handshake.
 	StartTimeout time.Duration
+	// SocketParent is where go-plugin makes this start's socket directory:
+	// the host instance's runtime directory (RuntimeDir); "" for $TMPDIR.
+	SocketParent string
 }
 
 // PinError is Start's answer for a binary that is not the one its manifest
@@ -94,9 +99,15 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 			if err != nil {
 				return nil, err
 			}
-			run, err = newProcessRunner(cmd, p.Path)
+			run, err = newProcessRunner(cmd, p.Path, p.Name, socketDir)
 			return run, err
 		},
+		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: o.SocketParent},
+		// go-plugin's own dialer connects to whatever path the handshake
+		// named; ours only to the socket the runner checked (runner.go).
+		GRPCDialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return run.dial(ctx)
+		})},
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,

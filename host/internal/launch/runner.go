@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -14,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-plugin/runner"
+	"golang.org/x/sys/unix"
 
 	"github.com/plexporter/plexporter/sdk/transport"
 )
@@ -39,6 +43,9 @@ const lifelineFD = 3
 type processRunner struct {
 	cmd            *exec.Cmd
 	name           string // the plugin's path, which go-plugin logs
+	plugin         string // the plugin's name, for errors
+	socketDir      string // the directory go-plugin made for this start's socket
+	socket         string // the socket the handshake named, once checked (PluginToHost)
 	stdout, stderr io.ReadCloser
 	lifeline       *os.File // host's write end
 	exited         chan struct{}
@@ -50,8 +57,8 @@ type processRunner struct {
 
 var _ runner.Runner = (*processRunner)(nil)
 
-func newProcessRunner(cmd *exec.Cmd, name string) (*processRunner, error) {
-	r := &processRunner{cmd: cmd, name: name, exited: make(chan struct{})}
+func newProcessRunner(cmd *exec.Cmd, name, plugin, socketDir string) (*processRunner, error) {
+	r := &processRunner{cmd: cmd, name: name, plugin: plugin, socketDir: socketDir, exited: make(chan struct{})}
 	var err error
 	if r.stdout, err = cmd.StdoutPipe(); err != nil {
 		return nil, err
@@ -137,8 +144,79 @@ func (r *processRunner) pid() int {
 	return r.cmd.Process.Pid
 }
 
-func (r *processRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
+// PluginToHost checks the address the plugin's handshake line names before
+// go-plugin dials it: the plugin chooses that line, so without the check a
+// plugin could make the host connect, as root, to any TCP address or unix
+// socket on the machine. Only a unix socket directly inside the directory
+// the host made for this start is accepted; dial connects to exactly that
+// socket.
+func (r *processRunner) PluginToHost(network, addr string) (string, string, error) {
+	refuse := func(why string) (string, string, error) {
+		return "", "", fmt.Errorf("plugin %s: refusing to dial %s address %q from its handshake: %s; a plugin may only listen on a unix socket in %s, the directory the host made for it (PLUGIN_UNIX_SOCKET_DIR)", r.plugin, network, addr, why, r.socketDir)
+	}
+	if network != "unix" {
+		return refuse("not a unix socket")
+	}
+	if r.socketDir == "" || !filepath.IsAbs(addr) || filepath.Clean(addr) != addr || filepath.Dir(addr) != filepath.Clean(r.socketDir) {
+		return refuse("not directly in the plugin's socket directory")
+	}
+	fi, err := os.Lstat(addr)
+	if err != nil {
+		return refuse(err.Error())
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return refuse("a " + fileType(fi.Mode()) + ", not a socket")
+	}
+	r.socket = addr
+	return network, addr, nil
+}
+
 func (r *processRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
+
+// dial connects to the socket PluginToHost accepted, and to no other file
+// put in its place since: the plugin owns its socket directory and could
+// swap the socket for a symlink to another one between the check and the
+// connect. The socket is opened without following links (O_PATH|O_NOFOLLOW),
+// checked, and connected to through the descriptor's /proc/self/fd name,
+// which names that very inode.
+func (r *processRunner) dial(ctx context.Context) (net.Conn, error) {
+	if r == nil || r.socket == "" {
+		return nil, fmt.Errorf("plugin %s: no checked socket to dial", r.pluginName())
+	}
+	fd, err := unix.Open(r.socket, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: open socket %s: %w", r.plugin, r.socket, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("plugin %s: stat socket %s: %w", r.plugin, r.socket, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return nil, fmt.Errorf("plugin %s: %s is no longer a socket: refusing to dial it", r.plugin, r.socket)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", "/proc/self/fd/"+strconv.Itoa(fd))
+}
+
+func (r *processRunner) pluginName() string {
+	if r == nil {
+		return "?"
+	}
+	return r.plugin
+}
+
+func fileType(m fs.FileMode) string {
+	switch m.Type() {
+	case fs.ModeSymlink:
+		return "symlink"
+	case fs.ModeDir:
+		return "directory"
+	case 0:
+		return "regular file"
+	}
+	return m.Type().String()
+}
 
 var (
 	spawnOnce sync.Once

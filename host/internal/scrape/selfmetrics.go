@@ -71,16 +71,17 @@ var (
 	descMisconfigured = prometheus.NewDesc("plexporter_plugin_misconfigured", "1 if the plugin rejects its settings in the config file: it is not started until they change, or, after a rescan, keeps running on its previous ones. The plugin's message is in the log and in `plexporter plugins`.", []string{"plugin"}, nil)
 	descSandboxed     = prometheus.NewDesc("plexporter_plugin_sandboxed", "1 if the plugin runs inside its manifest's sandbox; 0 if it runs with the host's own privileges.", []string{"plugin"}, nil)
 	descRestarts      = prometheus.NewDesc("plexporter_plugin_restarts_total", "Times the plugin was restarted after a crash or a failed start.", []string{"plugin"}, nil)
+	descNextStart     = prometheus.NewDesc("plexporter_plugin_next_start_timestamp_seconds", "When the plugin, in backoff after a crash, a hang or a failed start, is started again (seconds since the epoch); present only while it is in backoff.", []string{"plugin"}, nil)
 	descDuration      = prometheus.NewDesc("plexporter_plugin_scrape_duration_seconds", "How long this scrape waited for the plugin's Collect: until it answered, or until the scrape's deadline (scrape_success 0). A scrape that joined a Collect under way waited only for its rest.", []string{"plugin"}, nil)
 	descSuccess       = prometheus.NewDesc("plexporter_plugin_scrape_success", "1 if the plugin's Collect completed in this scrape (partial errors included), 0 if it failed, timed out or had not answered by the scrape's deadline.", []string{"plugin"}, nil)
 	descSeries        = prometheus.NewDesc("plexporter_plugin_series", "Series the plugin contributed to this scrape after the guard.", []string{"plugin"}, nil)
-	descDropped       = prometheus.NewDesc("plexporter_dropped_series_total", "Series dropped by the guard, by plugin and reason (malformed, invalid_name, invalid_label_value, conflict, duplicate, series_limit).", []string{"plugin", "reason"}, nil)
+	descDropped       = prometheus.NewDesc("plexporter_dropped_series_total", "Series dropped by the guard, by plugin and reason (malformed, invalid_name, label_limit, invalid_label_value, invalid_histogram, invalid_summary, conflict, name_collision, duplicate, series_limit; see the README).", []string{"plugin", "reason"}, nil)
 	descErrors        = prometheus.NewDesc("plexporter_plugin_collect_errors_total", "Partial failures the plugin reported, by the part that failed.", []string{"plugin", "collector"}, nil)
 	descRefused       = prometheus.NewDesc("plexporter_plugin_refused", "1 for a plugin that was found but not run (bad manifest, checksum mismatch, ...); the reason is in the log and in `plexporter plugins`.", []string{"plugin"}, nil)
 )
 
 func (r *report) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInfo, descUp, descMisconfigured, descSandboxed, descRestarts, descDuration, descSuccess, descSeries, descDropped, descErrors, descRefused} {
+	for _, d := range []*prometheus.Desc{descInfo, descUp, descMisconfigured, descSandboxed, descRestarts, descNextStart, descDuration, descSuccess, descSeries, descDropped, descErrors, descRefused} {
 		ch <- d
 	}
 }
@@ -94,6 +95,9 @@ func (r *report) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descMisconfigured, prometheus.GaugeValue, b2f(st.Misconfigured()), st.Name)
 		ch <- prometheus.MustNewConstMetric(descSandboxed, prometheus.GaugeValue, b2f(st.Sandboxed), st.Name)
 		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.Restarts), st.Name)
+		if st.State == supervise.Backoff && !st.NextStart.IsZero() {
+			ch <- prometheus.MustNewConstMetric(descNextStart, prometheus.GaugeValue, float64(st.NextStart.UnixNano())/1e9, st.Name)
+		}
 		if st.State == supervise.Refused {
 			ch <- prometheus.MustNewConstMetric(descRefused, prometheus.GaugeValue, 1, st.Name)
 		}

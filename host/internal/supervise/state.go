@@ -21,7 +21,7 @@ const (
 	// Running: configured and answering Collect.
 	Running
 	// Backoff: the plugin crashed, failed to start or hung; it is started
-	// again after a delay that doubles with every failure.
+	// again after a delay (restart.go): 1 s, growing only in a crash loop.
 	Backoff
 	// Misconfigured: the plugin rejected its settings (Configure answered
 	// INVALID_ARGUMENT). Its process is stopped until the settings change.

@@ -1,9 +1,10 @@
 // Package supervise runs one plugin: it starts the process
 // (host/internal/launch), asks Info and Configure, serves coalesced Collect
-// calls, and restarts a plugin that crashed or hung, with exponential
-// backoff. Its State says where the plugin is in that life (state.go); a
-// plugin that rejects its settings is Misconfigured and stays stopped until
-// they change, because restarting it would only be rejected again.
+// calls, and restarts a plugin that crashed or hung: after a second, backing
+// off only for a crash loop (restart.go). Its State says where the plugin
+// is in that life (state.go); a plugin that rejects its settings is
+// Misconfigured and stays stopped until they change, because restarting it
+// would only be rejected again.
 package supervise
 
 import (
@@ -55,9 +56,16 @@ type Settings struct {
 	// Equal ignores it: a section moving down a line is no reason to restart.
 	ConfigLocation config.Location
 
-	// Restart policy: the delay starts at MinBackoff, doubles to MaxBackoff,
-	// and resets once a run lasted HealthyAfter.
+	// Restart policy (restart.go): a failure costs MinBackoff; more than
+	// CrashBudget failures within CrashWindow are a crash loop, whose
+	// delays double up to MaxBackoff until a run lasts HealthyAfter.
 	MinBackoff, MaxBackoff, HealthyAfter time.Duration
+	CrashBudget                          int
+	CrashWindow                          time.Duration
+
+	// SocketParent is the directory go-plugin makes each start's socket
+	// directory in (the host instance's runtime directory); "" for $TMPDIR.
+	SocketParent string
 }
 
 func (s Settings) withDefaults() Settings {
@@ -68,7 +76,13 @@ func (s Settings) withDefaults() Settings {
 		s.MaxBackoff = time.Minute
 	}
 	if s.HealthyAfter == 0 {
-		s.HealthyAfter = 5 * time.Minute
+		s.HealthyAfter = time.Minute
+	}
+	if s.CrashBudget == 0 {
+		s.CrashBudget = 5
+	}
+	if s.CrashWindow == 0 {
+		s.CrashWindow = time.Minute
 	}
 	if s.StartTimeout == 0 {
 		s.StartTimeout = 10 * time.Second
@@ -94,7 +108,7 @@ func (s Settings) Equal(o Settings) bool {
 }
 
 func (s Settings) launchOptions() launch.Options {
-	return launch.Options{SHA256: s.SHA256, PassEnv: s.PassEnv, LogLevel: s.LogLevel, Sandbox: s.Sandbox, StartTimeout: s.StartTimeout}
+	return launch.Options{SHA256: s.SHA256, PassEnv: s.PassEnv, LogLevel: s.LogLevel, Sandbox: s.Sandbox, StartTimeout: s.StartTimeout, SocketParent: s.SocketParent}
 }
 
 // Status is a snapshot for self-metrics, /ready and `plexporter plugins`.
@@ -105,6 +119,9 @@ type Status struct {
 	// plugin's own message about its settings.
 	LastError string
 	Restarts  int
+	// NextStart is when a plugin in Backoff is started again; zero in
+	// every other state.
+	NextStart time.Time
 	Info      *pluginv1.InfoResponse
 	Started   bool // the first start attempt is over (ok or not)
 	Sandboxed bool
@@ -192,13 +209,21 @@ func (s *Supervisor) Status() Status {
 // become moves to the next state; leaving Running forgets the process, so
 // no new Collect reaches it. A transition that allowed does not list is a
 // bug in this file: the loop is the only caller.
-func (s *Supervisor) become(next State, lastErr string) {
+func (s *Supervisor) become(next State, lastErr string) { s.transition(next, lastErr, time.Time{}) }
+
+// backOff moves to Backoff until the next start, due at nextStart.
+func (s *Supervisor) backOff(lastErr string, nextStart time.Time) {
+	s.transition(Backoff, lastErr, nextStart)
+}
+
+func (s *Supervisor) transition(next State, lastErr string, nextStart time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.status.State.CanBecome(next) {
 		panic(fmt.Sprintf("supervise: plugin %s: no transition from %s to %s", s.plugin.Name, s.status.State, next))
 	}
 	s.status.State = next
+	s.status.NextStart = nextStart
 	if next != Running {
 		s.client, s.proc = nil, nil
 	}
@@ -210,12 +235,13 @@ func (s *Supervisor) become(next State, lastErr string) {
 func (s *Supervisor) loop(ctx context.Context) {
 	defer close(s.done)
 	defer s.firstAttemptOver() // stopped during the first start
-	backoff := s.settings.MinBackoff
+	policy := newRestartPolicy(s.settings)
 	for {
-		began := time.Now()
+		var ran time.Duration
 		proc, err := s.start(ctx)
 		if err == nil {
 			s.firstAttemptOver()
+			running := time.Now()
 			select {
 			case <-ctx.Done():
 				s.become(Stopped, "")
@@ -224,9 +250,7 @@ func (s *Supervisor) loop(ctx context.Context) {
 			case <-proc.Exited():
 				err = fmt.Errorf("plugin exited: %v", exitText(proc.ExitError()))
 			}
-			if time.Since(began) >= s.settings.HealthyAfter {
-				backoff = s.settings.MinBackoff
-			}
+			ran = time.Since(running)
 		}
 		if ctx.Err() != nil {
 			s.become(Stopped, "")
@@ -241,8 +265,14 @@ func (s *Supervisor) loop(ctx context.Context) {
 			s.become(Stopped, "")
 			return
 		}
-		s.log.Error("plugin down; restarting", "err", err, "backoff", backoff)
-		s.become(Backoff, err.Error())
+		now := time.Now()
+		delay, looping := policy.failed(now, ran)
+		if looping {
+			s.log.Error("plugin down again; crash loop, restarting after a growing delay", "err", err, "backoff", delay, "crash_budget", s.settings.CrashBudget, "window", s.settings.CrashWindow)
+		} else {
+			s.log.Error("plugin down; restarting", "err", err, "backoff", delay)
+		}
+		s.backOff(err.Error(), now.Add(delay))
 		s.firstAttemptOver()
 		if proc != nil {
 			proc.Stop() // what is left of it: children, go-plugin's side
@@ -251,13 +281,12 @@ func (s *Supervisor) loop(ctx context.Context) {
 		case <-ctx.Done():
 			s.become(Stopped, "")
 			return
-		case <-time.After(backoff):
+		case <-time.After(time.Until(now.Add(delay))):
 		}
 		s.mu.Lock()
 		s.status.Restarts++
 		s.mu.Unlock()
 		s.become(Starting, "")
-		backoff = min(backoff*2, s.settings.MaxBackoff)
 	}
 }
 

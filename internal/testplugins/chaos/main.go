@@ -35,6 +35,8 @@ type config struct {
 	CloseFile     string   `json:"close_file"`      // write "closed" here when the SDK calls Close
 	Warnings      []string `json:"warnings"`        // remarks for the host, through sdk.Config.Warn
 	LogAs         string   `json:"log_as"`          // log a line at Configure that claims plugin=<this>
+	ExitAfter     string   `json:"exit_after"`      // exit (status 3) this long after Configure: a crash loop
+	ExitWhile     string   `json:"exit_while"`      // with exit_after: only while this file exists
 }
 
 // hintsEnv holds sandbox hints (JSON of sdk.SandboxHints) for Info, which
@@ -95,6 +97,20 @@ func (c *chaos) Configure(_ context.Context, cfg sdk.Config) error {
 			return err
 		}
 		child = cmd.Process.Pid
+	}
+	if c.cfg.ExitAfter != "" {
+		d, err := time.ParseDuration(c.cfg.ExitAfter)
+		if err != nil {
+			return err
+		}
+		time.AfterFunc(d, func() {
+			if c.cfg.ExitWhile != "" {
+				if _, err := os.Stat(c.cfg.ExitWhile); err != nil {
+					return
+				}
+			}
+			os.Exit(3)
+		})
 	}
 	if c.cfg.PIDFile != "" {
 		if err := os.WriteFile(c.cfg.PIDFile, []byte(fmt.Sprintf("%d %d\n", os.Getpid(), child)), 0o644); err != nil {

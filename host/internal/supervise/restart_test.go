@@ -1,0 +1,170 @@
+package supervise
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestRestartPolicy(t *testing.T) {
+	policy := func() *restartPolicy {
+		return newRestartPolicy(Settings{}.withDefaults())
+	}
+	t0 := time.Unix(1_000_000, 0)
+	type failure struct {
+		at, ran time.Duration // since t0; the run before the failure
+		want    time.Duration
+		loop    bool
+	}
+	for name, seq := range map[string][]failure{
+		"isolated crashes a minute apart": {
+			{at: 0, ran: time.Hour, want: time.Second},
+			{at: time.Minute, ran: 59 * time.Second, want: time.Second},
+			{at: 2 * time.Minute, ran: 59 * time.Second, want: time.Second},
+			{at: 3 * time.Minute, ran: 59 * time.Second, want: time.Second},
+		},
+		"a burst within the budget": {
+			{at: 0, ran: time.Hour, want: time.Second},
+			{at: 3 * time.Second, ran: 2 * time.Second, want: time.Second},
+			{at: 6 * time.Second, ran: 2 * time.Second, want: time.Second},
+			{at: 9 * time.Second, ran: 2 * time.Second, want: time.Second},
+			{at: 12 * time.Second, ran: 2 * time.Second, want: time.Second},
+		},
+		"a crash loop backs off, and stays backed off past the window": {
+			{at: 0, want: time.Second},
+			{at: 1 * time.Second, want: time.Second},
+			{at: 2 * time.Second, want: time.Second},
+			{at: 3 * time.Second, want: time.Second},
+			{at: 4 * time.Second, want: time.Second},
+			{at: 5 * time.Second, want: 2 * time.Second, loop: true},
+			{at: 7 * time.Second, want: 4 * time.Second, loop: true},
+			{at: 11 * time.Second, want: 8 * time.Second, loop: true},
+			{at: 19 * time.Second, want: 16 * time.Second, loop: true},
+			{at: 35 * time.Second, want: 32 * time.Second, loop: true},
+			{at: 67 * time.Second, want: time.Minute, loop: true},
+			{at: 127 * time.Second, want: time.Minute, loop: true},
+			{at: 187 * time.Second, ran: 30 * time.Second, want: time.Minute, loop: true},
+		},
+		"a healthy run ends the loop": {
+			{at: 0, want: time.Second},
+			{at: 1 * time.Second, want: time.Second},
+			{at: 2 * time.Second, want: time.Second},
+			{at: 3 * time.Second, want: time.Second},
+			{at: 4 * time.Second, want: time.Second},
+			{at: 5 * time.Second, want: 2 * time.Second, loop: true},
+			{at: 70 * time.Second, ran: 63 * time.Second, want: time.Second},
+			{at: 71 * time.Second, want: time.Second},
+		},
+		"failures older than the window no longer count": {
+			{at: 0, want: time.Second},
+			{at: 10 * time.Second, ran: 9 * time.Second, want: time.Second},
+			{at: 20 * time.Second, ran: 9 * time.Second, want: time.Second},
+			{at: 30 * time.Second, ran: 9 * time.Second, want: time.Second},
+			{at: 40 * time.Second, ran: 9 * time.Second, want: time.Second},
+			{at: 61 * time.Second, ran: 20 * time.Second, want: time.Second}, // the one at 0 is out
+			{at: 65 * time.Second, ran: 3 * time.Second, want: 2 * time.Second, loop: true},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := policy()
+			for i, f := range seq {
+				got, loop := p.failed(t0.Add(f.at), f.ran)
+				if got != f.want || loop != f.loop {
+					t.Errorf("failure %d at %v (ran %v): delay %v loop %v, want %v loop %v", i, f.at, f.ran, got, loop, f.want, f.loop)
+				}
+			}
+		})
+	}
+}
+
+// With the host's defaults, a plugin killed three times in a row is back
+// within 2 s every time.
+func TestIsolatedCrashesRestartAtOnce(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	sup, _ := chaos(t, "victim", map[string]any{"pid_file": pidFile}, func(s *Settings) {
+		s.MinBackoff, s.MaxBackoff = 0, 0 // the defaults
+	})
+	sup.Start()
+	<-sup.FirstAttempt()
+	for i := range 3 {
+		pid := readPID(t, pidFile)
+		os.Remove(pidFile) // the next start writes it again
+		syscall.Kill(pid, syscall.SIGKILL)
+		killed := time.Now()
+		waitFor(t, "the crash seen", func() bool { return sup.Status().Restarts == i && !sup.Status().Up() || sup.Status().Restarts > i })
+		if st := sup.Status(); st.State == Backoff && (st.NextStart.Before(killed) || st.NextStart.After(killed.Add(1500*time.Millisecond))) {
+			t.Errorf("crash %d: next start due at %v, %v after the kill", i+1, st.NextStart, st.NextStart.Sub(killed))
+		}
+		waitFor(t, "the restart", func() bool { return sup.Status().Restarts == i+1 && sup.Status().Up() })
+		back := time.Since(killed)
+		t.Logf("crash %d: back after %v", i+1, back)
+		if back > 2*time.Second {
+			t.Errorf("crash %d: back after %v; an isolated crash must cost less than 2 s", i+1, back)
+		}
+		if !sup.Status().NextStart.IsZero() {
+			t.Error("a running plugin has a next start")
+		}
+	}
+}
+
+// A plugin that exits right after every start is a crash loop: its delays
+// grow after the budget; a run that lasts HealthyAfter ends the loop.
+func TestCrashLoopBacksOffAndHealthEndsIt(t *testing.T) {
+	crash := filepath.Join(t.TempDir(), "crash")
+	os.WriteFile(crash, nil, 0o644)
+	sup, logs := chaos(t, "looper", map[string]any{"exit_after": "10ms", "exit_while": crash}, func(s *Settings) {
+		s.MinBackoff, s.MaxBackoff = 30*time.Millisecond, 250*time.Millisecond
+		s.CrashBudget, s.CrashWindow, s.HealthyAfter = 3, time.Minute, 500*time.Millisecond
+	})
+	sup.Start()
+	var sawBackoff bool
+	waitFor(t, "eight failures", func() bool {
+		if st := sup.Status(); st.State == Backoff {
+			sawBackoff = true
+			if st.NextStart.IsZero() || time.Until(st.NextStart) > 250*time.Millisecond {
+				t.Errorf("in backoff, next start due at %v (in %v)", st.NextStart, time.Until(st.NextStart))
+			}
+		}
+		return len(logs.lines("level=ERROR", "plugin down")) >= 8
+	})
+	if !sawBackoff {
+		t.Error("never saw the Backoff state")
+	}
+	want := []string{"30ms", "30ms", "30ms", "60ms", "120ms", "240ms", "250ms", "250ms"}
+	if got := backoffs(logs.lines("level=ERROR", "plugin down")[:8]); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("delays %v, want %v", got, want)
+	}
+	if n := len(logs.lines("crash loop")); n != 5 {
+		t.Errorf("%d failures logged as a crash loop, want the 5 beyond the budget", n)
+	}
+
+	// Healthy: it runs longer than HealthyAfter; its next crash costs MinBackoff.
+	os.Remove(crash)
+	waitFor(t, "running", func() bool { return sup.Status().Up() })
+	time.Sleep(600 * time.Millisecond)
+	before := len(logs.lines("level=ERROR", "plugin down"))
+	sup.mu.Lock()
+	proc := sup.proc
+	sup.mu.Unlock()
+	proc.Kill()
+	waitFor(t, "the crash after a healthy run", func() bool { return len(logs.lines("level=ERROR", "plugin down")) > before })
+	if got := backoffs(logs.lines("level=ERROR", "plugin down")[before:]); got[0] != "30ms" {
+		t.Errorf("after a healthy run the delay is %v, want 30ms", got[0])
+	}
+}
+
+var backoffAttr = regexp.MustCompile(`backoff=(\S+)`)
+
+func backoffs(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if m := backoffAttr.FindStringSubmatch(l); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
