@@ -72,6 +72,9 @@ func sharedTempDir(t testing.TB, pattern string) string {
 }
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == unitSandboxArg {
+		unitSandbox(os.Args[2:]) // re-executed by startAsUnit; never returns
+	}
 	code := m.Run()
 	for _, d := range sharedDirs {
 		os.RemoveAll(d)
