@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -67,33 +66,7 @@ func TestSoakRealPrometheusUnderChaos(t *testing.T) {
   flood: {max_series: 20000, config: {series: 2000000}}
 `, victimPIDs))
 
-	promDir := t.TempDir()
-	cfg := filepath.Join(promDir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: plexporter
-    static_configs:
-      - targets: [%q]
-`, strings.TrimPrefix(h.url, "http://"))), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := freePort(t)
-	prom := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(promDir, "data"), "--web.listen-address="+addr)
-	logs := &syncBuffer{}
-	prom.Stdout, prom.Stderr = logs, logs
-	if err := prom.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		prom.Process.Kill()
-		prom.Wait()
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", logs.String())
-		}
-	})
-	promURL := "http://" + addr
+	promURL := startPrometheus(t, bin, h.url, "1s")
 	h.waitFor(30*time.Second, "Prometheus's first successful scrape", func() bool {
 		return query(t, promURL, `up{job="plexporter"}`, "job")["plexporter"] == "1"
 	})
