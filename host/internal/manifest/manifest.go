@@ -37,7 +37,34 @@ type Manifest struct {
 	Limits       Limits   `yaml:"limits"`
 	Env          []string `yaml:"env"`
 	SHA256       string   `yaml:"sha256"`
+	Network      *Network `yaml:"network"` // nil: no network (see Network)
 }
+
+// Network is what the plugin may reach over sockets; nil or empty grants
+// nothing but the unix socket it serves go-plugin on: no inet or inet6
+// socket of any protocol, no netlink, no connect(2) at all.
+type Network struct {
+	// Netlink protocols the plugin may open, from NetlinkProtocols.
+	Netlink []string `yaml:"netlink"`
+	// Unix lists the pathname unix sockets (or directories of them) the
+	// plugin may connect to.
+	Unix []string `yaml:"unix"`
+	// Inet allows IPv4/IPv6 TCP to and on the listed ports and, if UDP is
+	// set, UDP to any port; nil allows no IP socket at all.
+	Inet *Inet `yaml:"inet"`
+}
+
+// Inet is the IP part of a network grant.
+type Inet struct {
+	TCPConnect []uint16 `yaml:"tcp_connect"`
+	TCPBind    []uint16 `yaml:"tcp_bind"`
+	UDP        bool     `yaml:"udp"`
+}
+
+// NetlinkProtocols are the netlink protocols a manifest may grant: the
+// read-mostly families collectors use. The others (audit, netfilter, xfrm,
+// uevents, ...) are no collector's business.
+var NetlinkProtocols = []string{"route", "generic", "rdma", "sock_diag"}
 
 // Paths the plugin may access (enforced with Landlock by the sandbox).
 type Paths struct {
@@ -121,6 +148,18 @@ var capName = regexp.MustCompile(`^CAP_[A-Z_]+$`)
 
 // Validate checks values that YAML types cannot.
 func (m *Manifest) Validate() error {
+	if n := m.Network; n != nil {
+		for _, p := range n.Netlink {
+			if !slices.Contains(NetlinkProtocols, p) {
+				return fmt.Errorf("network.netlink: %q is not one of %s", p, strings.Join(NetlinkProtocols, ", "))
+			}
+		}
+		for _, p := range n.Unix {
+			if !filepath.IsAbs(p) {
+				return fmt.Errorf("network.unix: %q must be an absolute path", p)
+			}
+		}
+	}
 	for _, c := range m.Capabilities {
 		if !capName.MatchString(c) {
 			return fmt.Errorf("capabilities: %q is not a capability name like CAP_SYS_ADMIN", c)
@@ -216,6 +255,9 @@ func Merge(m, override *Manifest) *Manifest {
 	}
 	if override.SHA256 != "" {
 		out.SHA256 = override.SHA256
+	}
+	if override.Network != nil {
+		out.Network = override.Network // the whole grant: an operator states it in one place
 	}
 	return &out
 }
