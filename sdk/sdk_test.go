@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/sdktest"
@@ -177,6 +178,72 @@ func TestPartialErrorKeepsSamples(t *testing.T) {
 	}
 	if !strings.Contains(res.Text(t), "demo_temperature_celsius") {
 		t.Fatal("samples lost on partial error")
+	}
+}
+
+// One invalid string must cost its series at the host's guard, not the
+// plugin's stream: the string table is bytes, and error texts are repaired.
+func TestInvalidUTF8DoesNotBreakTheStream(t *testing.T) {
+	n := sdk.DefaultBatchSamples + 10 // the bad sample's batch, and one after it
+	d := &demo{n: n, collectFn: func(w *sdk.Writer) error {
+		w.Error("sensors\xff", errors.New("read /sys/\xfe\xff: no such device"))
+		return nil
+	}}
+	res := sdktest.Run(t, &demoWith{demo: d, before: func(w *sdk.Writer) { w.Gauge(tempDesc, 1, "bad\xffsensor") }}, sdktest.Options{})
+	if res.Status != nil {
+		t.Fatalf("stream failed: %v", res.Status)
+	}
+	if len(res.Errors) != 1 || res.Errors[0].Collector != "sensors\uFFFD" || res.Errors[0].Message != "read /sys/\uFFFD: no such device" {
+		t.Fatalf("errors = %q", res.Errors)
+	}
+	counters, bad := 0, 0
+	for _, mf := range res.Families(t) {
+		for _, m := range mf.GetMetric() {
+			switch {
+			case mf.GetName() == "demo_bytes_total":
+				counters++
+			case mf.GetName() == "demo_temperature_celsius" && m.GetLabel()[0].GetValue() == "bad\xffsensor":
+				bad++
+			}
+		}
+	}
+	if counters != n || bad != 1 {
+		t.Fatalf("%d counters of %d and %d invalid samples arrived; the SDK must send both, the host drops the invalid one", counters, n, bad)
+	}
+}
+
+// demoWith runs before ahead of demo's samples.
+type demoWith struct {
+	*demo
+	before func(w *sdk.Writer)
+}
+
+func (d *demoWith) Collect(ctx context.Context, w *sdk.Writer) error {
+	d.before(w)
+	return d.demo.Collect(ctx, w)
+}
+
+// Long label values fill a batch by size before it is full of samples, so
+// messages stay far below the host's per-message limit.
+func TestBatchesSplitBySize(t *testing.T) {
+	long := strings.Repeat("v", 64<<10)
+	d := &demo{collectFn: func(w *sdk.Writer) error {
+		for i := range 200 { // 12.5 MiB of label values
+			w.Counter(bytesDesc, 1, long+itoa(i))
+		}
+		return nil
+	}}
+	res := sdktest.Run(t, d, sdktest.Options{})
+	if res.Status != nil {
+		t.Fatalf("stream failed: %v", res.Status)
+	}
+	if len(res.Batches) < 13 {
+		t.Fatalf("%d batches for 12.5 MiB, want them split at about %d bytes", len(res.Batches), sdk.DefaultBatchBytes)
+	}
+	for i, b := range res.Batches {
+		if size := proto.Size(b); size > sdk.DefaultBatchBytes+(128<<10) {
+			t.Errorf("batch %d is %d bytes encoded", i, size)
+		}
 	}
 }
 

@@ -3,6 +3,8 @@ package sdk
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/plexporter/plexporter/internal/batch"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
@@ -13,6 +15,12 @@ import (
 // Measured: 2k–16k samples per batch keeps both the per-message overhead and
 // the peak memory of a 100k-series collect low (docs/design.md).
 const DefaultBatchSamples = 8192
+
+// DefaultBatchBytes is the encoded size at which a batch is sent even with
+// fewer samples: long label values or many buckets per sample then still
+// travel in messages far below the host's per-message limit
+// (internal/batch.MaxMessageBytes, 4 MiB).
+const DefaultBatchBytes = 1 << 20
 
 // Writer receives one collect's samples and packs them straight into
 // columnar batches. It is not safe for concurrent use: a collector that fans
@@ -30,6 +38,7 @@ type Writer struct {
 	strings map[string]uint32
 	chunks  map[*Desc]*pluginv1.FamilyChunk
 	samples int
+	bytes   int // upper bound of the batch's encoded size
 
 	enabled  map[*Desc]bool
 	errs     []*pluginv1.CollectError
@@ -84,12 +93,12 @@ func (w *Writer) reset() {
 		clear(w.batch.Families)
 		w.batch.Families = w.batch.Families[:0]
 	} else {
-		w.batch = &pluginv1.Batch{Strings: make([]string, 1, 1024)}
+		w.batch = &pluginv1.Batch{Strings: make([][]byte, 1, 1024)}
 	}
 	clear(w.strings)
 	w.strings[""] = 0
 	clear(w.chunks)
-	w.samples = 0
+	w.samples, w.bytes = 0, 0
 }
 
 // Enabled reports whether the family is selected by the host's allowlist.
@@ -108,12 +117,24 @@ func (w *Writer) Error(collector string, err error) {
 	if err == nil {
 		return
 	}
-	key := collector + "\x00" + err.Error()
+	msg := validUTF8(err.Error())
+	collector = validUTF8(collector)
+	key := collector + "\x00" + msg
 	if w.reported[key] {
 		return
 	}
 	w.reported[key] = true
-	w.errs = append(w.errs, &pluginv1.CollectError{Collector: collector, Message: err.Error()})
+	w.errs = append(w.errs, &pluginv1.CollectError{Collector: collector, Message: msg})
+}
+
+// validUTF8 replaces invalid UTF-8 in an error's text (a file name read
+// from the kernel, say): CollectError's fields are protobuf strings, and
+// one invalid byte in them would fail the whole message, the batch with it.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // Counter writes one counter sample.
@@ -137,7 +158,7 @@ func (w *Writer) value(d *Desc, typ Type, value float64, lv []string) {
 		return
 	}
 	c.Values = append(c.Values, value)
-	w.sampleDone()
+	w.sampleDone(9)
 }
 
 // Histogram writes one classic histogram. bounds are the finite upper
@@ -155,7 +176,7 @@ func (w *Writer) Histogram(d *Desc, bounds []float64, cumulative []uint64, count
 	c.Values = append(c.Values, sum)
 	c.Counts = append(c.Counts, count)
 	c.BucketCounts = append(c.BucketCounts, cumulative...)
-	w.sampleDone()
+	w.sampleDone(9 + 10 + 10*len(cumulative))
 }
 
 // Summary writes one summary; quantiles and values pair up.
@@ -171,7 +192,7 @@ func (w *Writer) Summary(d *Desc, quantiles, values []float64, count uint64, sum
 	c.Values = append(c.Values, sum)
 	c.Counts = append(c.Counts, count)
 	c.QuantileValues = append(c.QuantileValues, values...)
-	w.sampleDone()
+	w.sampleDone(9 + 10 + 8*len(values))
 }
 
 // chunk returns the chunk the sample goes to, or nil if it is dropped.
@@ -202,12 +223,14 @@ func (w *Writer) chunk(d *Desc, typ Type, lv []string, bounds []float64) *plugin
 		if bounds != nil {
 			c.Bounds = append(c.Bounds, bounds...)
 		}
+		w.bytes += 32 + 5*len(d.Labels) + 8*len(bounds)
 		w.chunks[d] = c
 		w.batch.Families = append(w.batch.Families, c)
 	}
 	for _, v := range lv {
 		c.LabelValues = append(c.LabelValues, w.intern(v))
 	}
+	w.bytes += 5 * len(lv)
 	return c
 }
 
@@ -230,14 +253,20 @@ func (w *Writer) intern(s string) uint32 {
 		return i
 	}
 	i := uint32(len(w.batch.Strings))
-	w.batch.Strings = append(w.batch.Strings, s)
+	// The table entry shares the string's memory; Go strings never change,
+	// and the marshaller only reads it (batch.TableEntry).
+	w.batch.Strings = append(w.batch.Strings, batch.TableEntry(s))
 	w.strings[s] = i
+	w.bytes += len(s) + 6
 	return i
 }
 
-func (w *Writer) sampleDone() {
+// sampleDone counts a written sample whose values take up to size bytes
+// encoded, and sends the batch once it is full.
+func (w *Writer) sampleDone(size int) {
 	w.samples++
-	if w.samples >= w.limit {
+	w.bytes += size
+	if w.samples >= w.limit || w.bytes >= DefaultBatchBytes {
 		w.flush()
 	}
 }

@@ -32,13 +32,13 @@ var errStringTable = errors.New("batch string table must start with the empty st
 func Check(b *pluginv1.Batch, c *pluginv1.FamilyChunk) error {
 	strs := b.GetStrings()
 	ns := uint32(len(strs))
-	if ns == 0 || strs[0] != "" {
+	if ns == 0 || len(strs[0]) != 0 {
 		return errStringTable
 	}
 	if c.Name >= ns {
 		return fmt.Errorf("family chunk: name index %d out of range of the %d-entry string table", c.Name, ns)
 	}
-	name := strs[c.Name]
+	name := TableString(strs[c.Name])
 	if c.Help >= ns || c.Unit >= ns {
 		return fmt.Errorf("family %s: help or unit index out of range of the %d-entry string table", name, ns)
 	}

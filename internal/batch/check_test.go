@@ -15,7 +15,16 @@ const (
 )
 
 // strs is a string table: 1 family name, 2 help, 3 unit, 4 label name, 5-6 values.
-var strs = []string{"", "x_seconds", "Help.", "seconds", "dev", "a", "b"}
+var strs = table("", "x_seconds", "Help.", "seconds", "dev", "a", "b")
+
+// table builds a string table.
+func table(strs ...string) [][]byte {
+	out := make([][]byte, len(strs))
+	for i, s := range strs {
+		out[i] = []byte(s)
+	}
+	return out
+}
 
 func TestCheck(t *testing.T) {
 	okGauge := func() *pluginv1.FamilyChunk {
@@ -29,7 +38,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		strs    []string
+		strs    [][]byte
 		chunk   *pluginv1.FamilyChunk
 		wantErr string // "" means valid
 	}{
@@ -38,7 +47,7 @@ func TestCheck(t *testing.T) {
 		{"summary", strs, okSummary(), ""},
 		{"no samples", strs, &pluginv1.FamilyChunk{Name: 1, Type: counter, LabelNames: []uint32{4}}, ""},
 		{"empty string table", nil, okGauge(), "string table must start with the empty string"},
-		{"string table not starting with empty", []string{"x"}, &pluginv1.FamilyChunk{Type: gauge}, "string table must start with the empty string"},
+		{"string table not starting with empty", table("x"), &pluginv1.FamilyChunk{Type: gauge}, "string table must start with the empty string"},
 		{"name out of range", strs, func() *pluginv1.FamilyChunk { c := okGauge(); c.Name = 7; return c }(), "name index 7 out of range"},
 		{"help out of range", strs, func() *pluginv1.FamilyChunk { c := okGauge(); c.Help = 99; return c }(), "family x_seconds: help or unit index"},
 		{"unit out of range", strs, func() *pluginv1.FamilyChunk { c := okGauge(); c.Unit = 99; return c }(), "family x_seconds: help or unit index"},

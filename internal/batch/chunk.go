@@ -12,7 +12,11 @@ import (
 //
 // A Chunk is a small value (two pointers and two lengths); copy it freely.
 // It does not copy the batch: the batch must not change while views of it
-// are in use.
+// are in use. The strings it returns share the string table's memory
+// (TableString) and stay valid as long as they are held.
+//
+// The view does not check that strings are valid UTF-8: that is the
+// guard's job (host/internal/merge), done once per string-table entry.
 type Chunk struct {
 	b      *pluginv1.Batch
 	c      *pluginv1.FamilyChunk
@@ -28,13 +32,13 @@ func Open(b *pluginv1.Batch, c *pluginv1.FamilyChunk) (Chunk, error) {
 }
 
 // Name is the family name.
-func (c Chunk) Name() string { return c.b.Strings[c.c.Name] }
+func (c Chunk) Name() string { return TableString(c.b.Strings[c.c.Name]) }
 
 // Help is the family's help text.
-func (c Chunk) Help() string { return c.b.Strings[c.c.Help] }
+func (c Chunk) Help() string { return TableString(c.b.Strings[c.c.Help]) }
 
 // Unit is the family's unit, or "".
-func (c Chunk) Unit() string { return c.b.Strings[c.c.Unit] }
+func (c Chunk) Unit() string { return TableString(c.b.Strings[c.c.Unit]) }
 
 // Type is the family's metric type.
 func (c Chunk) Type() pluginv1.MetricType { return c.c.Type }
@@ -46,10 +50,12 @@ func (c Chunk) Len() int { return len(c.c.Values) }
 func (c Chunk) NumLabels() int { return c.nl }
 
 // LabelName returns the j-th label name.
-func (c Chunk) LabelName(j int) string { return c.b.Strings[c.c.LabelNames[j]] }
+func (c Chunk) LabelName(j int) string { return TableString(c.b.Strings[c.c.LabelNames[j]]) }
 
 // LabelValue returns the value of label j of sample i.
-func (c Chunk) LabelValue(i, j int) string { return c.b.Strings[c.c.LabelValues[i*c.nl+j]] }
+func (c Chunk) LabelValue(i, j int) string {
+	return TableString(c.b.Strings[c.c.LabelValues[i*c.nl+j]])
+}
 
 // LabelRefs returns the string-table indexes of sample i's label values, one
 // per label name. Two samples of one batch have the same value exactly when
@@ -59,7 +65,7 @@ func (c Chunk) LabelValue(i, j int) string { return c.b.Strings[c.c.LabelValues[
 func (c Chunk) LabelRefs(i int) []uint32 { return c.c.LabelValues[i*c.nl : i*c.nl+c.nl] }
 
 // String resolves a string-table index from LabelRefs.
-func (c Chunk) String(ref uint32) string { return c.b.Strings[ref] }
+func (c Chunk) String(ref uint32) string { return TableString(c.b.Strings[ref]) }
 
 // NumStrings is the size of the batch's string table; every LabelRefs
 // index is below it.
@@ -81,6 +87,11 @@ func (c Chunk) Buckets(i int) (bounds []float64, cumulative []uint64) {
 	return c.c.Bounds, c.c.BucketCounts[i*c.nb : i*c.nb+c.nb]
 }
 
+// Bounds returns what every sample of the chunk shares: a histogram's
+// finite upper bounds or a summary's quantiles (nil for other types). The
+// slice aliases the batch: do not modify it.
+func (c Chunk) Bounds() []float64 { return c.c.Bounds }
+
 // Quantiles returns a summary's quantiles, shared by every sample of the
 // chunk, and sample i's value for each of them. The slices alias the batch:
 // do not modify them.
@@ -91,15 +102,7 @@ func (c Chunk) Quantiles(i int) (quantiles, values []float64) {
 // SeriesPerSample is how many series one sample of the chunk exposes, as
 // Prometheus counts them: a histogram is its buckets, +Inf, _sum and _count;
 // a summary its quantiles, _sum and _count; anything else one series.
-func (c Chunk) SeriesPerSample() int {
-	switch c.c.Type {
-	case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
-		return c.nb + 3
-	case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
-		return c.nb + 2
-	}
-	return 1
-}
+func (c Chunk) SeriesPerSample() int { return seriesPerSample(c.c.Type, c.nb) }
 
 // Series is the number of series the whole chunk exposes.
 func (c Chunk) Series() int { return c.Len() * c.SeriesPerSample() }

@@ -136,12 +136,15 @@ func Collect(t testing.TB, c pluginv1.PluginServiceClient, timeout time.Duration
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	stream, err := c.Collect(ctx, &pluginv1.CollectRequest{})
+	// The host's per-message limit, so a plugin whose messages the host
+	// would refuse fails here too; no series or byte limits, since a
+	// plugin's test wants all of its output.
+	stream, err := c.Collect(ctx, &pluginv1.CollectRequest{}, batch.MaxMessage)
 	if err != nil {
 		t.Fatalf("collect: %v", err)
 	}
 	res := &Result{}
-	res.Batches, res.Errors, res.Status = batch.Drain(stream)
+	res.Batches, res.Errors, res.Status = batch.Drain(stream, batch.Limits{})
 	return res
 }
 

@@ -1,8 +1,10 @@
 // Package merge joins the batches of every plugin into one set of metric
 // families and guards the exposition: allowlist, name and UTF-8 validation,
-// duplicate series, metadata conflicts and a per-plugin series cap. Nothing a
-// plugin sends can make the merged result invalid; every drop is counted per
-// plugin and reason.
+// limits on names, help texts and labels, histogram and summary shapes,
+// metadata conflicts, series names colliding between families, duplicate
+// series, and a per-plugin series cap and byte budget. Nothing a plugin
+// sends can make the merged result invalid; every drop is counted per plugin
+// and reason.
 package merge
 
 import (
@@ -17,14 +19,49 @@ import (
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
-// Drop reasons, the values of the reason label of plexporter_dropped_series_total.
+// Drop reasons, the values of the reason label of
+// plexporter_dropped_series_total. Drops are counted in samples: a
+// histogram sample dropped is one drop, whatever its bucket count.
 const (
-	ReasonMalformed    = "malformed"           // a batch column does not match its sample count
-	ReasonInvalidName  = "invalid_name"        // metric or label name not valid
-	ReasonInvalidValue = "invalid_label_value" // invalid UTF-8 or longer than the limit
-	ReasonConflict     = "conflict"            // family already exposed with other type/help/unit/labels
-	ReasonDuplicate    = "duplicate"           // identical series already exposed
-	ReasonSeriesLimit  = "series_limit"        // plugin exceeded its series cap
+	// The chunk's shape is broken (column lengths, string indexes, unknown
+	// type), or its help or unit is not valid UTF-8 or longer than MaxHelpLen
+	// or MaxNameLen.
+	ReasonMalformed = "malformed"
+	// A metric or label name is not a legacy Prometheus name, is longer than
+	// MaxNameLen, is reserved ("__" prefix, "le" in a histogram, "quantile"
+	// in a summary) or given twice.
+	ReasonInvalidName = "invalid_name"
+	// A label value is not valid UTF-8 or is longer than MaxLabelValueLen.
+	ReasonInvalidValue = "invalid_label_value"
+	// The family has more than MaxLabels label names.
+	ReasonLabelLimit = "label_limit"
+	// A histogram's bounds are not strictly ascending or include NaN or +Inf
+	// (its whole chunk), or a sample's cumulative counts decrease or exceed
+	// its count (that sample).
+	ReasonInvalidHistogram = "invalid_histogram"
+	// A summary's quantiles are NaN, outside [0, 1] or repeated (its chunk).
+	ReasonInvalidSummary = "invalid_summary"
+	// The family is already exposed with another type, help, unit or label
+	// names, or uses a prefix reserved for the host.
+	ReasonConflict = "conflict"
+	// A series name the family exposes in the text format or OpenMetrics is
+	// one an earlier family uses (see seriesNames).
+	ReasonNameCollision = "name_collision"
+	// The identical series is already exposed.
+	ReasonDuplicate = "duplicate"
+	// The plugin went past its series cap, or its batches past the byte
+	// budget that comes with the cap (internal/batch.LimitsFor).
+	ReasonSeriesLimit = "series_limit"
+)
+
+// Limits on what one family may carry. Prometheus itself sets none; these
+// bound the cost of a hostile plugin per family, and sit above what any real
+// exporter writes (and at what remote-write receivers commonly accept for
+// names, 1024 bytes).
+const (
+	MaxNameLen = 1024 // metric and label names, and units, in bytes
+	MaxHelpLen = 4096 // help text, in bytes
+	MaxLabels  = 64   // label names per family (le and quantile not counted)
 )
 
 // Input is one plugin's collect.
@@ -57,6 +94,10 @@ type Family struct {
 
 	seen     map[uint64]ref
 	overflow map[string]struct{}
+	// collides says which series names this family would share, and with
+	// which earlier family; such a family is never exposed
+	// (ReasonNameCollision).
+	collides string
 }
 
 // Part is one chunk's contribution to a family.
@@ -110,6 +151,7 @@ func Merge(inputs []Input, opts Options) *Result {
 			Causes: map[DropKey]string{},
 		},
 		byName:   map[string]*Family{},
+		claims:   map[string]string{},
 		sizeHint: map[string]int{},
 		seed:     maphash.MakeSeed(),
 	}
@@ -119,7 +161,7 @@ func Merge(inputs []Input, opts Options) *Result {
 		for _, b := range in.Batches {
 			for _, c := range b.GetFamilies() {
 				if int(c.GetName()) < len(b.GetStrings()) {
-					m.sizeHint[b.Strings[c.Name]] += len(c.Values)
+					m.sizeHint[batch.TableString(b.Strings[c.Name])] += len(c.Values)
 				}
 			}
 		}
@@ -143,11 +185,16 @@ type merger struct {
 	opts     Options
 	res      *Result
 	byName   map[string]*Family
-	sizeHint map[string]int // samples per family name over all inputs
+	claims   map[string]string // series name -> the family that uses it
+	sizeHint map[string]int    // samples per family name over all inputs
 	seed     maphash.Seed
 	// per batch: 1 = valid label value, 2 = invalid; 0 = not yet checked
 	valid []uint8
 }
+
+// maxCause is the longest cause kept for the log: a cause quotes what the
+// plugin sent, which may be a megabyte of garbage.
+const maxCause = 512
 
 func (m *merger) drop(plugin, reason string, n int, cause string) {
 	if n <= 0 {
@@ -156,20 +203,58 @@ func (m *merger) drop(plugin, reason string, n int, cause string) {
 	k := DropKey{plugin, reason}
 	m.res.Drops[k] += n
 	if _, ok := m.res.Causes[k]; !ok {
-		m.res.Causes[k] = cause
+		m.setCause(k, cause)
 	}
 }
 
+// dropSample counts one dropped sample. cause runs only for the first drop
+// of its plugin and reason: formatting a cause for every sample was a large
+// part of merging a plugin that repeats its series.
+func (m *merger) dropSample(plugin, reason string, cause func() string) {
+	k := DropKey{plugin, reason}
+	m.res.Drops[k]++
+	if _, ok := m.res.Causes[k]; !ok {
+		m.setCause(k, cause())
+	}
+}
+
+func (m *merger) setCause(k DropKey, cause string) {
+	if len(cause) > maxCause {
+		cause = strings.ToValidUTF8(cause[:maxCause], "") + "…"
+	}
+	m.res.Causes[k] = cause
+}
+
 func (m *merger) input(in Input) {
-	series := 0
-	for _, b := range in.Batches {
-		m.valid = m.valid[:0]
-		m.valid = append(m.valid, make([]uint8, len(b.GetStrings()))...)
+	series, bytes := 0, 0
+	lim := batch.LimitsFor(in.MaxSeries)
+	for bi, b := range in.Batches {
+		// The byte budget, as internal/batch.Drain applies it: the batch
+		// that crosses it is the last one received, and it is not exposed.
+		if bytes += batch.Size(b); lim.MaxBytes > 0 && bytes > lim.MaxBytes {
+			m.overBudget(in, in.Batches[bi:], lim.MaxBytes)
+			break
+		}
+		m.valid = slices.Grow(m.valid[:0], len(b.GetStrings()))[:len(b.GetStrings())]
+		clear(m.valid)
 		for _, c := range b.GetFamilies() {
 			series = m.chunk(in, b, c, series)
 		}
 	}
 	m.res.Series[in.Plugin] = series
+}
+
+// overBudget drops the samples of batches past the byte budget.
+func (m *merger) overBudget(in Input, batches []*pluginv1.Batch, budget int) {
+	n := 0
+	for _, b := range batches {
+		for _, c := range b.GetFamilies() {
+			if int(c.GetName()) < len(b.GetStrings()) && m.opts.Filter.Allow(batch.TableString(b.Strings[c.Name])) {
+				n += len(c.Values)
+			}
+		}
+	}
+	m.drop(in.Plugin, ReasonSeriesLimit, n, fmt.Sprintf("batches of more than %d MiB in one collect (the byte budget of --plugin.max-series %d)", budget>>20, in.MaxSeries))
 }
 
 func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, series int) int {
@@ -186,23 +271,29 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 	if n == 0 {
 		return series
 	}
-	if err := checkNames(ch); err != nil {
-		m.drop(in.Plugin, ReasonInvalidName, n, err.Error())
+	if reason, err := checkMetadata(ch); err != nil {
+		m.drop(in.Plugin, reason, n, err.Error())
 		return series
 	}
 	if p, ok := reservedPrefix(name, m.opts.ReservedPrefixes); ok {
 		m.drop(in.Plugin, ReasonConflict, n, fmt.Sprintf("family %s: prefix %s is reserved for the host's own metrics", name, p))
 		return series
 	}
+	if reason, err := checkBounds(ch); err != nil {
+		m.drop(in.Plugin, reason, n, err.Error())
+		return series
+	}
 	f := m.byName[name]
 	if f == nil {
-		f = &Family{Name: name, Type: ch.Type(), Help: ch.Help(), Unit: ch.Unit(), Plugin: in.Plugin}
-		f.LabelNames = make([]string, ch.NumLabels())
-		for j := range f.LabelNames {
-			f.LabelNames[j] = ch.LabelName(j)
+		if f = m.newFamily(in, ch); f == nil {
+			return series
 		}
-		m.byName[name] = f
-	} else if why := f.differs(ch); why != "" {
+	}
+	if f.collides != "" {
+		m.drop(in.Plugin, ReasonNameCollision, n, fmt.Sprintf("family %s (%s) would expose %s", name, typeName(f.Type), f.collides))
+		return series
+	}
+	if why := f.differs(ch); why != "" {
 		m.drop(in.Plugin, ReasonConflict, n, fmt.Sprintf("family %s already exposed by plugin %s with another %s", name, f.Plugin, why))
 		return series
 	}
@@ -216,17 +307,29 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 	dropped := false
 	var h maphash.Hash
 	h.SetSeed(m.seed)
+	histogram := ch.Type() == pluginv1.MetricType_METRIC_TYPE_HISTOGRAM
 	for i := range n {
 		lv := ch.LabelRefs(i)
 		ok := true
 		if bad := m.badValue(&ch, lv); bad >= 0 {
-			m.drop(in.Plugin, ReasonInvalidValue, 1, fmt.Sprintf("family %s: label %s: value invalid UTF-8 or longer than %d bytes", name, f.LabelNames[bad], m.opts.MaxLabelValueLen))
+			m.dropSample(in.Plugin, ReasonInvalidValue, func() string {
+				return fmt.Sprintf("family %s: label %s: value invalid UTF-8 or longer than %d bytes", name, f.LabelNames[bad], m.opts.MaxLabelValueLen)
+			})
+			ok = false
+		} else if histogram && !cumulative(&ch, i) {
+			m.dropSample(in.Plugin, ReasonInvalidHistogram, func() string {
+				return fmt.Sprintf("family %s: series %s: cumulative bucket counts decrease or exceed the count", name, labelString(f.LabelNames, &ch, lv))
+			})
 			ok = false
 		} else if in.MaxSeries > 0 && series+perSample > in.MaxSeries {
-			m.drop(in.Plugin, ReasonSeriesLimit, 1, fmt.Sprintf("more than %d series (--plugin.max-series)", in.MaxSeries))
+			m.dropSample(in.Plugin, ReasonSeriesLimit, func() string {
+				return fmt.Sprintf("more than %d series (--plugin.max-series)", in.MaxSeries)
+			})
 			ok = false
 		} else if f.duplicate(&h, &ch, lv, &part, partIdx, int32(i)) {
-			m.drop(in.Plugin, ReasonDuplicate, 1, fmt.Sprintf("family %s: series %s exposed twice", name, labelString(f.LabelNames, &ch, lv)))
+			m.dropSample(in.Plugin, ReasonDuplicate, func() string {
+				return fmt.Sprintf("family %s: series %s exposed twice", name, labelString(f.LabelNames, &ch, lv))
+			})
 			ok = false
 		}
 		if ok {
@@ -252,6 +355,41 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 	}
 	f.Parts = append(f.Parts, part)
 	return series
+}
+
+// newFamily starts family ch.Name() with ch's metadata, once it is sure
+// that none of the names it exposes is reserved for the host or already
+// used by another family. A family that would collide is kept as a marker,
+// so that its later chunks are dropped for the same reason; it returns nil
+// for a reserved name.
+func (m *merger) newFamily(in Input, ch batch.Chunk) *Family {
+	name := ch.Name()
+	f := &Family{Name: name, Type: ch.Type(), Help: ch.Help(), Unit: ch.Unit(), Plugin: in.Plugin}
+	names := seriesNames(name, f.Type)
+	for _, s := range names {
+		if p, ok := reservedPrefix(s, m.opts.ReservedPrefixes); ok {
+			m.drop(in.Plugin, ReasonConflict, ch.Len(), fmt.Sprintf("family %s (%s) would expose %s: prefix %s is reserved for the host's own metrics", name, typeName(f.Type), s, p))
+			return nil
+		}
+	}
+	f.collides = createdQuantiles(name, f.Type)
+	for _, s := range names {
+		if other, ok := m.claims[s]; ok && f.collides == "" {
+			f.collides = fmt.Sprintf("%s, a series name of family %s (%s)", s, other, typeName(m.byName[other].Type))
+		}
+	}
+	m.byName[name] = f
+	if f.collides != "" {
+		return f
+	}
+	for _, s := range names {
+		m.claims[s] = name
+	}
+	f.LabelNames = make([]string, ch.NumLabels())
+	for j := range f.LabelNames {
+		f.LabelNames[j] = ch.LabelName(j)
+	}
+	return f
 }
 
 // badValue returns the index of the first invalid label value, or -1.

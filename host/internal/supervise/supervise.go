@@ -464,9 +464,11 @@ func (s *Supervisor) collect(client pluginv1.PluginServiceClient) *Collection {
 	ctx, cancel := context.WithTimeout(context.Background(), s.settings.Timeout)
 	defer cancel()
 	res := &Collection{}
-	stream, err := client.Collect(ctx, &pluginv1.CollectRequest{})
+	stream, err := client.Collect(ctx, &pluginv1.CollectRequest{}, batch.MaxMessage)
 	if err == nil {
-		res.Batches, res.Errors, err = batch.Drain(stream)
+		// Drain stops at the plugin's limits; the deferred cancel then ends
+		// the RPC, which stops the plugin too.
+		res.Batches, res.Errors, err = batch.Drain(stream, batch.LimitsFor(s.settings.MaxSeries))
 	}
 	res.Err = err
 	res.Duration = time.Since(began)

@@ -697,9 +697,14 @@ func (x *CollectError) GetMessage() string {
 // is always "". Sample values are packed per family chunk, so a batch of
 // thousands of samples decodes into a handful of slices.
 type Batch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Strings       []string               `protobuf:"bytes,1,rep,name=strings,proto3" json:"strings,omitempty"`
-	Families      []*FamilyChunk         `protobuf:"bytes,2,rep,name=families,proto3" json:"families,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The string table. Every entry should be UTF-8; it is declared bytes
+	// (wire-identical to the string it was in the first release, so plugins
+	// built against either declaration interoperate) so that one invalid
+	// string cannot fail the decoding of the whole batch: the host checks each
+	// entry and drops only the series that use an invalid one.
+	Strings       [][]byte       `protobuf:"bytes,1,rep,name=strings,proto3" json:"strings,omitempty"`
+	Families      []*FamilyChunk `protobuf:"bytes,2,rep,name=families,proto3" json:"families,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -734,7 +739,7 @@ func (*Batch) Descriptor() ([]byte, []int) {
 	return file_plexporter_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
-func (x *Batch) GetStrings() []string {
+func (x *Batch) GetStrings() [][]byte {
 	if x != nil {
 		return x.Strings
 	}
@@ -929,7 +934,7 @@ const file_plexporter_plugin_v1_plugin_proto_rawDesc = "" +
 	"\tcollector\x18\x01 \x01(\tR\tcollector\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"`\n" +
 	"\x05Batch\x12\x18\n" +
-	"\astrings\x18\x01 \x03(\tR\astrings\x12=\n" +
+	"\astrings\x18\x01 \x03(\fR\astrings\x12=\n" +
 	"\bfamilies\x18\x02 \x03(\v2!.plexporter.plugin.v1.FamilyChunkR\bfamilies\"\xd9\x02\n" +
 	"\vFamilyChunk\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\rR\x04name\x124\n" +
