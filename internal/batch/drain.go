@@ -3,6 +3,7 @@ package batch
 import (
 	"errors"
 	"io"
+	"math"
 
 	"google.golang.org/grpc"
 
@@ -62,7 +63,7 @@ func LimitsFor(maxSeries int) Limits {
 	lim := Limits{MaxErrors: maxErrors}
 	if maxSeries > 0 {
 		lim.MaxSeries = maxSeries
-		lim.MaxBytes = max(maxSeries*BytesPerSeries, MinBytes)
+		lim.MaxBytes = max(min(maxSeries, math.MaxInt/BytesPerSeries)*BytesPerSeries, MinBytes)
 	}
 	return lim
 }

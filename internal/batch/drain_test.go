@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"testing"
 
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
@@ -133,5 +134,8 @@ func TestLimitsFor(t *testing.T) {
 	}
 	if lim := LimitsFor(100000); lim.MaxBytes != 100000*BytesPerSeries {
 		t.Errorf("LimitsFor(100000) = %+v", lim)
+	}
+	if lim := LimitsFor(math.MaxInt); lim.MaxBytes <= 0 {
+		t.Errorf("LimitsFor(MaxInt) = %+v: the byte budget overflowed", lim)
 	}
 }
