@@ -49,6 +49,7 @@ type flags struct {
 	markdown        bool
 	sandbox         bool
 	allowRoot       bool
+	anyUnixConnect  bool
 	insecurePerms   bool
 	runtimeDir      string
 }
@@ -56,6 +57,9 @@ type flags struct {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.LaunchArg {
 		sandbox.Launch() // the host re-executed as a plugin's sandbox launcher; never returns
+	}
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ChildArg {
+		sandbox.LaunchChild() // the launcher below a plugin's PID-namespace init; never returns
 	}
 	os.Exit(run(os.Args[1:]))
 }
@@ -80,6 +84,7 @@ func run(args []string) int {
 	app.Flag("plugin.max-label-length", "Longest label value accepted, in bytes; longer ones drop their series.").Default("4096").IntVar(&f.maxLabelLen)
 	app.Flag("plugin.sandbox", "Confine each plugin to its manifest (needs root). --no-plugin.sandbox runs plugins as the host's user, unconfined: development only.").Default("true").BoolVar(&f.sandbox)
 	app.Flag("plugin.allow-root", "Allow plugins whose manifest sets allow_root to run as uid 0.").BoolVar(&f.allowRoot)
+	app.Flag("plugin.allow-any-unix-connect", "Run plugins whose network grant needs connect(2) on kernels whose Landlock (ABI < 9) cannot restrict it to the granted unix sockets: such a plugin can connect to every unix socket its user may write.").BoolVar(&f.anyUnixConnect)
 	app.Flag("plugin.runtime-dir", "Directory for the plugins' sockets; the host makes one subdirectory per instance in it and, at start, removes those of hosts that are gone. Default: $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), else /run/plexporter as root, else $XDG_RUNTIME_DIR/plexporter, else $TMPDIR/plexporter-<uid>.").StringVar(&f.runtimeDir)
 	app.Flag("plugin.insecure-permissions", "Run plugin binaries and read their manifests and the config file even if they, a directory above them or a symlink on the way is writable by group/others or owned by a user other than root and the host's.").BoolVar(&f.insecurePerms)
 	app.Flag("metrics.enabled", "Comma-separated globs of metric families to expose (base names: a counter matches without _total). Unset: all.").Envar("PLEXPORTER_ENABLED_METRICS").StringVar(&f.enabledMetrics)
@@ -124,11 +129,16 @@ func run(args []string) int {
 	case !sandboxed:
 		log.Warn("not running as root: plugins run unconfined as this user (development mode); plexporter_plugin_sandboxed is 0")
 	}
+	if err := sandbox.CheckBuild(); sandboxed && err != nil {
+		log.Error("cannot sandbox plugins", "err", err)
+		return 1
+	}
 	fl := fleet.New(fleet.Options{
 		Dirs:                f.pluginDirs,
 		ConfigFile:          f.configFile,
 		Sandbox:             sandboxed,
 		AllowRoot:           f.allowRoot,
+		AllowAnyUnixConnect: f.anyUnixConnect,
 		InsecurePermissions: f.insecurePerms,
 		Defaults: supervise.Settings{
 			Timeout:      f.scrapeTimeout,

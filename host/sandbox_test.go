@@ -5,15 +5,20 @@ package main
 // allowed with it off (so each assertion can fail). CI runs as root.
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/plexporter/plexporter/host/internal/launch"
@@ -111,7 +116,7 @@ func startSandboxHost(t *testing.T, st *sandboxTree, pluginsYAML string, args ..
 func TestSandboxConfinesPlugin(t *testing.T) {
 	st := newSandboxTree(t)
 	st.install(t, "probe", st.probeManifest(""))
-	st.install(t, "capprobe", st.probeManifest("capabilities: [CAP_NET_BIND_SERVICE]\n"))
+	st.install(t, "capprobe", st.probeManifest("capabilities: [CAP_NET_BIND_SERVICE]\nnetwork: {inet: {tcp_bind: [81]}}\n"))
 	cfg := fmt.Sprintf("  probe: %s\n  capprobe: %s\n", st.probeConfig(0), st.probeConfig(0))
 
 	on := startSandboxHost(t, st, cfg)
@@ -277,6 +282,76 @@ func TestShippedPluginsRunInTheirSandbox(t *testing.T) {
 // credential switch and exec: a sandboxed plugin and its children die with
 // the host.
 func TestSandboxedPluginDiesWithTheHost(t *testing.T) {
+	st, pids := victimTree(t)
+	pidFile := filepath.Join(pids, "victim.pid")
+	h := startSandboxHost(t, st, fmt.Sprintf("  victim: {config: {spawn_child: true, pid_file: %q}}\n", pidFile))
+	pid, child := readPIDs(t, pidFile)
+	found := pluginHostPIDs(t, h, pid, child) // as the test sees them, outside the plugin's PID namespace
+	pid, child = found[0], found[1]
+	if _, mfs := h.scrape(""); value(mfs, "plexporter_plugin_sandboxed", "plugin", "victim") != 1 || !alive(pid) || !alive(child) {
+		t.Fatal("sandboxed plugin and its child should be running")
+	}
+	h.cmd.Process.Kill()
+	h.cmd.Wait()
+	h.waitFor(3*time.Second, "sandboxed plugin and its child gone", func() bool { return !alive(pid) && !alive(child) })
+}
+
+// pluginHostPIDs maps pids as h's one plugin sees them (its PID namespace,
+// when sandboxed) to pids in the test's namespace, where alive and kill
+// work. The plugin's namespace is that of the host's child process (the
+// plugin's launcher, the namespace's init); without one, the pids are
+// already the test's.
+func pluginHostPIDs(t *testing.T, h *host, nspids ...int) []int {
+	t.Helper()
+	nsOf := func(pid int) string { l, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); return l }
+	var procs []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			procs = append(procs, pid)
+		}
+	}
+	var ns string
+	for _, p := range procs {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p)); err == nil {
+			f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+			if len(f) > 1 && f[1] == strconv.Itoa(h.cmd.Process.Pid) {
+				if ns != "" && ns != nsOf(p) {
+					t.Fatal("the host has children in several PID namespaces; run one plugin")
+				}
+				ns = nsOf(p)
+			}
+		}
+	}
+	if ns == "" {
+		t.Fatal("the host has no plugin process")
+	}
+	if ns == nsOf(os.Getpid()) {
+		return nspids
+	}
+	out := make([]int, len(nspids))
+	for _, p := range procs {
+		if nsOf(p) != ns {
+			continue
+		}
+		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+		for _, line := range strings.Split(string(st), "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[0] == "NSpid:" {
+				for i, nspid := range nspids {
+					if f[len(f)-1] == strconv.Itoa(nspid) {
+						out[i] = p
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// victimTree installs the chaos plugin as "victim", allowed to write its pid
+// files into the returned directory.
+func victimTree(t *testing.T) (*sandboxTree, string) {
+	t.Helper()
 	st := newSandboxTree(t)
 	copyFile(t, filepath.Join(binDir, "chaos"), filepath.Join(st.bin, "chaos"), 0o755)
 	pids := filepath.Join(st.data, "pids")
@@ -287,13 +362,201 @@ func TestSandboxedPluginDiesWithTheHost(t *testing.T) {
 	}
 	manifest := fmt.Sprintf("user: nobody\ngroup: nogroup\npaths:\n  read_only: [/bin, /usr/bin]\n  read_write: [%s]\n", pids)
 	os.WriteFile(filepath.Join(st.plugins, "plexporter-victim.yaml"), []byte(manifest), 0o644)
-	pidFile := filepath.Join(pids, "victim.pid")
-	h := startSandboxHost(t, st, fmt.Sprintf("  victim: {config: {spawn_child: true, pid_file: %q}}\n", pidFile))
-	pid, child := readPIDs(t, pidFile)
-	if _, mfs := h.scrape(""); value(mfs, "plexporter_plugin_sandboxed", "plugin", "victim") != 1 || !alive(pid) || !alive(child) {
-		t.Fatal("sandboxed plugin and its child should be running")
+	return st, pids
+}
+
+// A plugin's descendants die with it however they leave: a daemon (setsid,
+// double fork) escapes the process-group kill, the lifeline and the
+// parent-death signal, not the end of the plugin's PID namespace.
+func TestSandboxedPluginDaemonsDie(t *testing.T) {
+	start := func(t *testing.T, args ...string) (h *host, plugin, daemon int) {
+		st, pids := victimTree(t)
+		pidFile, daemonFile := filepath.Join(pids, "victim.pid"), filepath.Join(pids, "daemon.pid")
+		h = startSandboxHost(t, st, fmt.Sprintf("  victim: {config: {pid_file: %q, daemon_pid_file: %q}}\n", pidFile, daemonFile), args...)
+		plugin, _ = readPIDs(t, pidFile)
+		h.waitFor(3*time.Second, "the daemon's pid file", func() bool {
+			b, err := os.ReadFile(daemonFile)
+			return err == nil && strings.HasSuffix(string(b), "\n")
+		})
+		b, _ := os.ReadFile(daemonFile)
+		nsDaemon, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		found := pluginHostPIDs(t, h, plugin, nsDaemon)
+		if plugin, daemon = found[0], found[1]; !alive(plugin) || !alive(daemon) {
+			t.Fatal("the plugin and its daemon should be running")
+		}
+		t.Cleanup(func() { syscall.Kill(daemon, syscall.SIGKILL) })
+		return h, plugin, daemon
 	}
-	h.cmd.Process.Kill()
+	for _, how := range []string{"host SIGKILL", "host SIGTERM", "plugin dies"} {
+		t.Run(how, func(t *testing.T) {
+			h, plugin, daemon := start(t)
+			switch how {
+			case "host SIGKILL":
+				h.cmd.Process.Kill()
+				h.cmd.Wait()
+			case "host SIGTERM":
+				h.cmd.Process.Signal(syscall.SIGTERM)
+				h.cmd.Wait()
+			case "plugin dies":
+				syscall.Kill(plugin, syscall.SIGKILL)
+			}
+			h.waitFor(3*time.Second, "the daemon gone with the plugin", func() bool { return !alive(daemon) })
+		})
+	}
+	// Without the sandbox the daemon must escape, or the above proves nothing.
+	t.Run("sandbox off", func(t *testing.T) {
+		h, _, daemon := start(t, "--no-plugin.sandbox")
+		h.cmd.Process.Kill()
+		h.cmd.Wait()
+		time.Sleep(time.Second)
+		if !alive(daemon) {
+			t.Fatal("with the sandbox off the daemon should have outlived the host")
+		}
+	})
+}
+
+// outside is a set of listeners outside the sandbox: TCP, UDP and a
+// pathname unix stream socket; each line that reaches one is recorded.
+type outside struct {
+	tcp, udp net.Addr
+	unix     string
+	got      chan string
+}
+
+func newOutside(t *testing.T, dir string) *outside {
+	t.Helper()
+	o := &outside{unix: filepath.Join(dir, "outside.sock"), got: make(chan string, 64)}
+	serve := func(l net.Listener) {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			line, _ := bufio.NewReader(c).ReadString('\n')
+			c.Close()
+			o.got <- strings.TrimSpace(line)
+		}
+	}
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ul, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	xl, err := net.Listen("unix", o.unix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(o.unix, 0o777) // file modes let any user connect: only the sandbox can refuse
+	t.Cleanup(func() { tl.Close(); ul.Close(); xl.Close() })
+	o.tcp, o.udp = tl.Addr(), ul.LocalAddr()
+	go serve(tl)
+	go serve(xl)
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, _, err := ul.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			o.got <- strings.TrimSpace(string(buf[:n]))
+		}
+	}()
+	return o
+}
+
+// arrived is what reached the listeners since the last call.
+func (o *outside) arrived() map[string]bool {
+	time.Sleep(300 * time.Millisecond)
+	out := map[string]bool{}
+	for {
+		select {
+		case m := <-o.got:
+			out[m] = true
+		default:
+			return out
+		}
+	}
+}
+
+// Network access is a grant. By default a sandboxed plugin reaches nothing
+// over TCP (plain or MPTCP), UDP or a pathname unix socket, nor the host's
+// own HTTP port; granted, each gets through (MPTCP never: Landlock cannot
+// hold it to the granted ports); with the sandbox off, everything does.
+func TestSandboxDeniesNetwork(t *testing.T) {
+	st := newSandboxTree(t)
+	out := newOutside(t, st.root) // a directory the plugin's user may search
+	hostAddr := freePort(t)       // the host's second listen address, for the probe
+	tcpPort, hostPort := out.tcp.(*net.TCPAddr).Port, hostAddr[strings.LastIndexByte(hostAddr, ':')+1:]
+	// The host's self-metrics only: a selection with the probe in it would
+	// wait for the very collect that asks.
+	cfg := fmt.Sprintf("{config: {tcp: %q, udp: %q, unix: %q, http: %q}}", out.tcp, out.udp, out.unix, "http://"+hostAddr+"/metrics?collect[]=none")
+	st.install(t, "probe", st.probeManifest(""))
+	st.install(t, "granted", st.probeManifest(fmt.Sprintf("network: {unix: [%s], inet: {tcp_connect: [%d, %s], udp: true}}\n", out.unix, tcpPort, hostPort)))
+	st.install(t, "otherport", st.probeManifest("network: {inet: {tcp_connect: [9]}}\n"))
+	pluginsYAML := fmt.Sprintf("  probe: %s\n  granted: %s\n  otherport: %s\n", cfg, cfg, cfg)
+	actions := []string{"net_tcp", "net_tcp_raw", "net_mptcp_raw", "net_udp", "net_unix", "net_host_metrics"}
+	abi, _ := llsyscall.LandlockGetABIVersion()
+
+	// A grant that connects, on a kernel whose Landlock cannot hold connect
+	// to the granted unix sockets, needs the operator's consent.
+	strict := startSandboxHost(t, st, pluginsYAML, "--web.listen-address="+hostAddr)
+	_, mfs := strict.scrape("")
+	for _, p := range []string{"granted", "otherport"} {
+		refused := value(mfs, "plexporter_plugin_refused", "plugin", p) == 1
+		if abi < 9 && (!refused || !strings.Contains(strict.logs.String(), fmt.Sprintf(`plugin \"%s\": its manifest's network grant`, p)) || !strings.Contains(strict.logs.String(), "--plugin.allow-any-unix-connect")) {
+			t.Errorf("Landlock ABI %d: %s must be refused, naming itself and --plugin.allow-any-unix-connect", abi, p)
+		}
+		if abi >= 9 && refused {
+			t.Errorf("Landlock ABI %d restricts unix connect: %s must run", abi, p)
+		}
+	}
+	strict.cmd.Process.Signal(syscall.SIGTERM)
+	strict.cmd.Wait()
+	out.arrived() // what this host's plugins sent (on ABI >= 9 all three ran) is not the next one's
+
+	h := startSandboxHost(t, st, pluginsYAML, "--web.listen-address="+hostAddr, "--plugin.allow-any-unix-connect")
+	scrape := func(h *host, plugin string) (map[string]*dto.MetricFamily, map[string]bool) {
+		t.Helper()
+		_, mfs := h.scrape("?collect[]=" + plugin)
+		if value(mfs, "plexporter_plugin_scrape_success", "plugin", plugin) != 1 {
+			t.Fatalf("%s did not collect", plugin)
+		}
+		return mfs, out.arrived()
+	}
+	check := func(plugin string, mfs map[string]*dto.MetricFamily, arrived map[string]bool, allowed ...string) {
+		t.Helper()
+		for _, a := range actions {
+			want := slices.Contains(allowed, a)
+			if got := value(mfs, "probe_allowed", "action", a) == 1; got != want {
+				t.Errorf("%s: %s allowed = %v, want %v", plugin, a, got, want)
+			}
+			if a != "net_host_metrics" && arrived[plugin+" "+a] != want { // the host's answer is the proof there
+				t.Errorf("%s: %s data arrived outside = %v, want %v", plugin, a, arrived[plugin+" "+a], want)
+			}
+		}
+	}
+	mfs, arrived := scrape(h, "probe")
+	check("probe", mfs, arrived)
+	mfs, arrived = scrape(h, "granted")
+	check("granted", mfs, arrived, "net_tcp", "net_tcp_raw", "net_udp", "net_unix", "net_host_metrics")
+	// Granted another port only: TCP stays closed; a unix socket is open
+	// exactly where Landlock cannot restrict connect (the risk the flag took).
+	mfs, arrived = scrape(h, "otherport")
+	if abi < 9 {
+		check("otherport", mfs, arrived, "net_unix")
+	} else {
+		check("otherport", mfs, arrived)
+	}
+	h.cmd.Process.Signal(syscall.SIGTERM)
 	h.cmd.Wait()
-	h.waitFor(3*time.Second, "sandboxed plugin and its child gone", func() bool { return !alive(pid) && !alive(child) })
+
+	off := startSandboxHost(t, st, pluginsYAML, "--no-plugin.sandbox", "--web.listen-address="+hostAddr)
+	mfs, arrived = scrape(off, "probe")
+	check("probe", mfs, arrived, actions...)
+	if t.Failed() {
+		t.Logf("Landlock ABI %d", abi)
+	}
 }

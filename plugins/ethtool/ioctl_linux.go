@@ -35,11 +35,14 @@ type stringTable struct {
 	names   []string
 }
 
-// newIoctlSource returns a source that opens an AF_INET datagram socket in
-// the caller's network namespace on first use.
+// newIoctlSource returns a source that opens an AF_UNIX stream socket in
+// the caller's network namespace on first use. Any socket whose family does
+// not claim SIOCETHTOOL hands it to the network device layer, and a unix
+// socket is one the sandbox allows without a network grant (an inet socket
+// would need one).
 func newIoctlSource() *ioctlSource {
 	return &ioctlSource{fd: -1, cache: map[string]*stringTable{}, open: func() (int, error) {
-		return unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		return unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	}}
 }
 

@@ -37,6 +37,8 @@ type Options struct {
 	Sandbox bool
 	// AllowRoot lets manifests with allow_root run plugins as uid 0.
 	AllowRoot bool
+	// AllowAnyUnixConnect: see sandbox.Host.
+	AllowAnyUnixConnect bool
 	// InsecurePermissions lifts the ownership/mode rules (trust.Policy) on
 	// plugin binaries, manifests, the config file and the directories and
 	// symlinks on the way to them. Files are still read safely.

@@ -64,7 +64,7 @@ func (f *Fleet) confine(p discover.Plugin, s supervise.Settings) (supervise.Sett
 	if !f.opts.Sandbox {
 		return s, nil, nil
 	}
-	spec, warnings, err := sandbox.Resolve(s.Manifest, p.Target, p.Path, sandbox.Host{AllowRoot: f.opts.AllowRoot})
+	spec, warnings, err := sandbox.Resolve(s.Manifest, p.Target, p.Path, sandbox.Host{AllowRoot: f.opts.AllowRoot, AllowAnyUnixConnect: f.opts.AllowAnyUnixConnect})
 	if err != nil {
 		return s, warnings, err
 	}

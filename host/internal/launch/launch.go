@@ -223,6 +223,7 @@ func command(p discover.Plugin, o Options, env []string, socketDir string) (*exe
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = env
+	cmd.SysProcAttr = spec.SysProcAttr() // its PID namespace; the runner adds its own
 	return cmd, nil
 }
 

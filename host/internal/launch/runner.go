@@ -75,7 +75,12 @@ func (r *processRunner) Start(context.Context) error {
 		return fmt.Errorf("lifeline pipe: %w", err)
 	}
 	r.cmd.ExtraFiles = []*os.File{pr} // lifelineFD in the child
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: transport.ParentDeathSignal}
+	// Added to what command set (a sandboxed plugin's PID namespace).
+	if r.cmd.SysProcAttr == nil {
+		r.cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	r.cmd.SysProcAttr.Setpgid = true
+	r.cmd.SysProcAttr.Pdeathsig = transport.ParentDeathSignal
 	err = onSpawnThread(r.cmd.Start)
 	pr.Close()
 	if err != nil {

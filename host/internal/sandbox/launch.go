@@ -22,9 +22,25 @@ import (
 // the host built for it (host/internal/launch), unchanged. It never returns;
 // on any failure it exits with a message on stderr (the host logs it under
 // the plugin's name), so a plugin never runs less confined than asked.
-func Launch() {
-	runtime.LockOSThread() // per-thread attributes (pdeathsig) are set on the exec'ing thread
-	spec, err := decodeSpec(os.Args[1:])
+func Launch() { launch(LaunchArg) }
+
+// LaunchChild is the main of the launcher that a plugin's PID-namespace
+// init starts (see runInit); it confines itself and execs the plugin as
+// Launch does. It never returns.
+func LaunchChild() { launch(ChildArg) }
+
+func launch(role string) {
+	// Per-thread attributes (parent-death signal, Landlock domain, seccomp
+	// filter) are set on the thread that execs.
+	runtime.LockOSThread()
+	spec, err := decodeSpec(os.Args[1:], role)
+	if err == nil && role == LaunchArg && spec.PIDNamespace {
+		if os.Getpid() != 1 {
+			err = fmt.Errorf("the spec asks for a PID namespace but the launcher is pid %d, not its init", os.Getpid())
+		} else {
+			runInit(spec, os.Args[2]) // never returns
+		}
+	}
 	if err == nil {
 		err = apply(spec)
 	}
@@ -47,7 +63,7 @@ func apply(s *Spec) error {
 	var rulesetFlags uint32
 	if s.Landlock {
 		var err error
-		rulesetFD, rulesetFlags, err = landlock.V7.BestEffort().EnableLoggingForSubprocesses().NewRulesetFD(rules(s)...)
+		rulesetFD, rulesetFlags, err = landlockConfig.EnableLoggingForSubprocesses().NewRulesetFD(rules(s)...)
 		if err != nil {
 			return fmt.Errorf("landlock ruleset: %w", err)
 		}
@@ -71,6 +87,11 @@ func apply(s *Spec) error {
 			return fmt.Errorf("landlock: %w", err)
 		}
 	}
+	// The network grant's socket filter, on the same thread for the same
+	// reason: a seccomp filter belongs to the thread and survives exec.
+	if err := installFilter(s.Network, 0); err != nil {
+		return err
+	}
 	return rearmParentDeathSignal(ppid)
 }
 
@@ -78,12 +99,13 @@ func apply(s *Spec) error {
 // when it forked the launcher (host/internal/launch), but the kernel clears
 // it when a process changes its credentials, which the launcher has just
 // done; exec keeps it from here on. The host may have died in between, and
-// then no signal would ever come: the parent's pid tells.
+// then no signal would ever come: the parent's pid tells, or, in a PID
+// namespace (whose init is the parent), the lifeline.
 func rearmParentDeathSignal(hostPID int) error {
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(transport.ParentDeathSignal), 0, 0, 0); err != nil {
 		return fmt.Errorf("parent-death signal: %w", err)
 	}
-	if os.Getppid() != hostPID {
+	if os.Getppid() != hostPID || hostGone() {
 		return fmt.Errorf("the host exited during launch")
 	}
 	return nil
@@ -201,5 +223,19 @@ func rules(s *Spec) []landlock.Rule {
 	if s.SocketDir != "" {
 		add([]string{s.SocketDir}, landlock.RWFiles, landlock.RWDirs, false)
 	}
-	return out
+	return append(out, netRules(s.Network)...)
 }
+
+// landlockConfig is what a sandboxed process's Landlock domain restricts:
+// every filesystem right up to ABI 9 (which adds connect(2) to pathname
+// unix sockets, so that a network.unix grant holds per path), TCP bind and
+// connect, and the abstract unix socket and signal scopes. UDP ports (ABI
+// 10) are not handled: the seccomp filter allows UDP only to a plugin
+// granted all of it. Best effort: a right the kernel lacks is dropped, and
+// Resolve has refused the grants that depend on one (or the operator has
+// accepted them).
+var landlockConfig = landlock.Config{
+	HandledAccessFS:  landlock.V9.HandledAccessFS,
+	HandledAccessNet: landlock.V7.HandledAccessNet,
+	Scoped:           landlock.V7.Scoped,
+}.BestEffort()

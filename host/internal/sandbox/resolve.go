@@ -19,6 +19,10 @@ const DefaultUser = "plexporter"
 // Host describes what the host allows and can do.
 type Host struct {
 	AllowRoot bool // --plugin.allow-root
+	// AllowAnyUnixConnect runs plugins whose network grant needs connect(2)
+	// on kernels whose Landlock cannot restrict it to the granted unix
+	// sockets (--plugin.allow-any-unix-connect).
+	AllowAnyUnixConnect bool
 }
 
 // Resolve builds the Spec for a plugin, or explains why its manifest cannot
@@ -50,12 +54,21 @@ func Resolve(m *manifest.Manifest, binary, argv0 string, h Host) (spec *Spec, wa
 		}
 	}
 	s.ReadOnly, s.ReadWrite, s.Devices = m.Paths.ReadOnly, m.Paths.ReadWrite, m.Paths.Devices
+	if m.Network != nil {
+		s.Network = *m.Network
+	}
+	s.PIDNamespace = true
 	if v, err := llsyscall.LandlockGetABIVersion(); err != nil || v < 1 {
 		return nil, warnings, errors.New("the kernel has no Landlock, so the manifest's path rules cannot be enforced")
 	} else if len(s.Devices) > 0 && v < 5 {
 		// Without ABI 5 every ioctl on every open file would be allowed:
 		// more than a manifest granting ioctls on its devices means.
 		return nil, warnings, fmt.Errorf("the manifest grants device ioctls, which Landlock restricts from ABI 5 on; this kernel has ABI %d", v)
+	} else {
+		w, err := checkNetwork(pluginName(argv0), s.Network, v, h)
+		if warnings = append(warnings, w...); err != nil {
+			return nil, warnings, err
+		}
 	}
 	return s, warnings, nil
 }

@@ -13,6 +13,9 @@ package sandbox
 import (
 	"encoding/json"
 	"fmt"
+	"syscall"
+
+	"github.com/plexporter/plexporter/host/internal/manifest"
 )
 
 // LaunchArg is the first argument of the host binary in launcher mode; the
@@ -20,6 +23,11 @@ import (
 // the environment, so the environment the host builds for a plugin is the one
 // it gets, unchanged by the launcher (exec replaces the command line).
 const LaunchArg = "__plexporter-sandbox-launch"
+
+// ChildArg is LaunchArg's counterpart for the launcher that the PID
+// namespace's init (see runInit) starts below itself: it confines itself
+// and execs the plugin, with the same Spec.
+const ChildArg = "__plexporter-sandbox-child"
 
 // Spec is everything the launcher applies before exec.
 type Spec struct {
@@ -37,6 +45,14 @@ type Spec struct {
 	Nofile      int      `json:"nofile"`     // 0: inherit
 	CgroupDir   string   `json:"cgroup_dir"` // cgroup v2 directory to join, "" for rlimits
 	Landlock    bool     `json:"landlock"`   // apply path rules
+	// Network is the manifest's network grant, enforced by a seccomp filter
+	// on socket families and protocols and by Landlock's port and unix
+	// socket rules (network.go). The zero value grants nothing.
+	Network manifest.Network `json:"network"`
+	// PIDNamespace: the host starts the launcher with CLONE_NEWPID; the
+	// launcher stays as the namespace's init and runs the plugin below it,
+	// so that every process the plugin starts dies with it (pidns.go).
+	PIDNamespace bool `json:"pid_namespace"`
 }
 
 // LauncherArgs returns the host binary's arguments that make it the
@@ -49,10 +65,21 @@ func (s *Spec) LauncherArgs() ([]string, error) {
 	return []string{LaunchArg, string(b)}, nil
 }
 
-// decodeSpec reads the launcher's arguments (os.Args[1:]).
-func decodeSpec(args []string) (*Spec, error) {
-	if len(args) != 2 || args[0] != LaunchArg {
-		return nil, fmt.Errorf("usage: %s <spec>; the launcher is started by plexporter only", LaunchArg)
+// SysProcAttr is how the host must start the launcher for s: in a new PID
+// namespace if s asks for one.
+func (s *Spec) SysProcAttr() *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{}
+	if s.PIDNamespace {
+		attr.Cloneflags = syscall.CLONE_NEWPID
+	}
+	return attr
+}
+
+// decodeSpec reads the arguments (os.Args[1:]) of the launcher started as
+// role (LaunchArg or ChildArg).
+func decodeSpec(args []string, role string) (*Spec, error) {
+	if len(args) != 2 || args[0] != role {
+		return nil, fmt.Errorf("usage: %s <spec>; the launcher is started by plexporter only", role)
 	}
 	var s Spec
 	if err := json.Unmarshal([]byte(args[1]), &s); err != nil {

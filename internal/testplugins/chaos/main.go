@@ -32,6 +32,7 @@ type config struct {
 	ExitMidStream bool     `json:"exit_mid_stream"` // exit the process after the first batch
 	SpawnChild    bool     `json:"spawn_child"`     // start a child that ignores SIGTERM
 	PIDFile       string   `json:"pid_file"`        // write "pid childpid" here at Configure
+	DaemonPIDFile string   `json:"daemon_pid_file"` // start a daemon (setsid, double fork) that writes its pid here
 	CloseFile     string   `json:"close_file"`      // write "closed" here when the SDK calls Close
 	Warnings      []string `json:"warnings"`        // remarks for the host, through sdk.Config.Warn
 	LogAs         string   `json:"log_as"`          // log a line at Configure that claims plugin=<this>
@@ -111,6 +112,16 @@ func (c *chaos) Configure(_ context.Context, cfg sdk.Config) error {
 			}
 			os.Exit(3)
 		})
+	}
+	if c.cfg.DaemonPIDFile != "" {
+		// The shell starts a setsid'd shell in the background and exits: the
+		// daemon is re-parented and leads its own session and process group,
+		// out of reach of the group kill, the lifeline and the parent-death
+		// signal.
+		script := fmt.Sprintf(`setsid /bin/sh -c 'trap "" TERM HUP INT; echo $$ > %s; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 &`, c.cfg.DaemonPIDFile)
+		if err := exec.Command("/bin/sh", "-c", script).Run(); err != nil {
+			return err
+		}
 	}
 	if c.cfg.PIDFile != "" {
 		if err := os.WriteFile(c.cfg.PIDFile, []byte(fmt.Sprintf("%d %d\n", os.Getpid(), child)), 0o644); err != nil {

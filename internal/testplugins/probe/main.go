@@ -10,12 +10,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/plexporter/plexporter/sdk"
 )
@@ -28,6 +34,13 @@ type config struct {
 	SetuidBin   string   `json:"setuid_bin"` // a setuid-root copy of this binary
 	HogMiB      int      `json:"hog_mib"`    // allocate and touch this much in Collect
 	EnvNames    []string `json:"env_names"`  // report which of these are set
+	// Listeners outside the sandbox to send "probe <action>" to, each way a
+	// plugin could take data out: TCP and UDP host:port, a pathname unix
+	// stream socket, and an HTTP URL to GET (the host's own /metrics).
+	TCP  string `json:"tcp"`
+	UDP  string `json:"udp"`
+	Unix string `json:"unix"`
+	HTTP string `json:"http"`
 }
 
 var (
@@ -106,6 +119,45 @@ func (p *probe) Collect(_ context.Context, w *sdk.Writer) error {
 		}
 		check("setuid_gain_root", err)
 	}
+	// "<plugin> <action>" is what arrives outside.
+	msg := func(action string) string { return p.Info().Name + " " + action + "\n" }
+	send := func(action, network, addr string) {
+		c, err := net.DialTimeout(network, addr, time.Second)
+		if err == nil {
+			_, err = c.Write([]byte(msg(action)))
+			c.Close()
+		}
+		check(action, err)
+	}
+	if p.cfg.TCP != "" {
+		send("net_tcp", "tcp", p.cfg.TCP) // Go tries MPTCP first, then plain TCP
+		// What a C plugin does: one protocol, no fallback.
+		check("net_tcp_raw", rawSend(0, p.cfg.TCP, msg("net_tcp_raw")))
+		check("net_mptcp_raw", rawSend(unix.IPPROTO_MPTCP, p.cfg.TCP, msg("net_mptcp_raw")))
+	}
+	if p.cfg.UDP != "" {
+		send("net_udp", "udp", p.cfg.UDP)
+	}
+	if p.cfg.Unix != "" {
+		send("net_unix", "unix", p.cfg.Unix)
+	}
+	if p.cfg.HTTP != "" {
+		// Over MPTCP, which Go falls back from to TCP when it cannot have it:
+		// Landlock's TCP rules do not see MPTCP, so this reached the host's
+		// /metrics before the seccomp filter refused MPTCP sockets.
+		d := &net.Dialer{Timeout: time.Second}
+		d.SetMultipathTCP(true)
+		c := http.Client{Timeout: time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+		resp, err := c.Get(p.cfg.HTTP)
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("GET: %w", errors.New(resp.Status))
+			}
+		}
+		check("net_host_metrics", err)
+	}
 	for _, name := range p.cfg.EnvNames {
 		_, ok := os.LookupEnv(name)
 		v := 0.0
@@ -122,6 +174,25 @@ func (p *probe) Collect(_ context.Context, w *sdk.Writer) error {
 		w.Gauge(hogDesc, float64(len(buf)))
 	}
 	return nil
+}
+
+// rawSend connects a TCP (proto 0) or MPTCP socket to an IPv4 host:port
+// and writes msg, as a C plugin would.
+func rawSend(proto int, hostport, msg string) error {
+	ap, err := netip.ParseAddrPort(hostport)
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, proto)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	_, err = unix.Write(fd, []byte(msg))
+	return err
 }
 
 func readStatus() (map[string]string, error) {

@@ -1,0 +1,6 @@
+//go:build cgo
+
+package sandbox
+
+// builtWithCgo: see CheckBuild (build.go).
+const builtWithCgo = true
