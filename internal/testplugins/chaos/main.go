@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,8 @@ type config struct {
 	LogAs         string   `json:"log_as"`          // log a line at Configure that claims plugin=<this>
 	ExitAfter     string   `json:"exit_after"`      // exit (status 3) this long after Configure: a crash loop
 	ExitWhile     string   `json:"exit_while"`      // with exit_after: only while this file exists
+	Flood         bool     `json:"flood"`           // after the rest, write gauges without end until the host stops the stream
+	InvalidUTF8   bool     `json:"invalid_utf8"`    // first of all, a series whose label value is not valid UTF-8
 }
 
 // hintsEnv holds sandbox hints (JSON of sdk.SandboxHints) for Info, which
@@ -59,6 +62,7 @@ var (
 	badLabel     = sdk.NewDesc("chaos_bad_label", sdk.Gauge, "Invalid label name.", "bad-label")
 	huge         = sdk.NewDesc("chaos_huge_label", sdk.Gauge, "A huge label value.", "v")
 	hugeValue    = strings.Repeat("x", 1<<20)
+	flood        = sdk.NewDesc("chaos_flood", sdk.Gauge, "Series of a plugin that never stops.", "plugin", "i")
 	collects     = sdk.NewDesc("chaos_collects_total", sdk.Counter, "Collect calls this process served.", "plugin")
 	histBounds   = []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1}
 	histCumulate = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
@@ -152,6 +156,10 @@ func (c *chaos) Collect(ctx context.Context, w *sdk.Writer) error {
 	if c.cfg.Panic {
 		panic("chaos: asked to panic")
 	}
+	if c.cfg.InvalidUTF8 {
+		// Before the good series, so a stream lost to it would lose them too.
+		w.Gauge(c.desc, 1, c.name, "bad\xffvalue")
+	}
 	for i := range c.cfg.Series {
 		w.Gauge(c.desc, float64(i), c.name, fmt.Sprint(i))
 		if c.cfg.ExitMidStream && i == sdk.DefaultBatchSamples+1 {
@@ -176,6 +184,13 @@ func (c *chaos) Collect(ctx context.Context, w *sdk.Writer) error {
 	}
 	if c.cfg.HugeLabels {
 		w.Gauge(huge, 1, hugeValue)
+	}
+	if c.cfg.Flood {
+		// Until the host cancels the stream (or the deadline ends it): a
+		// plugin gone wild must cost its own series, not the host's memory.
+		for i := 0; ctx.Err() == nil; i++ {
+			w.Gauge(flood, float64(i), c.name, strconv.Itoa(i))
+		}
 	}
 	return nil
 }
