@@ -90,7 +90,8 @@ func TestSocketDirectoriesLiveInTheRuntimeDirectory(t *testing.T) {
 	}
 }
 
-// An explicit --plugin.runtime-dir wins, and one others may write is refused.
+// An explicit --plugin.runtime-dir wins; a shared one, or one too long for
+// a socket path, is refused.
 func TestRuntimeDirFlag(t *testing.T) {
 	runtimeDir := filepath.Join(shortTempDir(t), "rt")
 	t.Setenv("RUNTIME_DIRECTORY", shortTempDir(t))
@@ -99,12 +100,12 @@ func TestRuntimeDirFlag(t *testing.T) {
 		t.Errorf("no instance directory in --plugin.runtime-dir %s", runtimeDir)
 	}
 
-	open := filepath.Join(t.TempDir(), "open")
+	open := filepath.Join(shortTempDir(t), "open")
 	os.Mkdir(open, 0o777)
-	os.Chmod(open, 0o777)
+	os.Chmod(open, 0o777|os.ModeSticky) // shared, like /tmp
 	out, err := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+t.TempDir(), "--plugin.runtime-dir="+open, "--web.listen-address="+freePort(t)).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "writable by nobody else") {
-		t.Errorf("a world-writable runtime directory: %v\n%s", err, out)
+		t.Errorf("a shared runtime directory: %v\n%s", err, out)
 	}
 	long := filepath.Join(shortTempDir(t), strings.Repeat("x", 60))
 	out, err = exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+t.TempDir(), "--plugin.runtime-dir="+long, "--web.listen-address="+freePort(t)).CombinedOutput()

@@ -66,10 +66,11 @@ func runtimeBase(getenv func(string) string, euid int) string {
 
 // OpenRuntimeDir makes this host instance's directory in base ("" for
 // DefaultRuntimeBase), after removing the instance directories of hosts
-// that are gone. base is made if missing; it must belong to the host's user
-// and be writable by nobody else, and so must every directory above it
-// (trust's rules), since whoever can write there can replace a plugin's
-// socket. Close removes the directory again.
+// that are gone. base is made if missing. It must belong to the host's
+// user, and every directory above it must follow trust's rules, since
+// whoever can write there can replace a plugin's socket; a base the host
+// owns but others may write to (not a shared sticky one like /tmp) is made
+// private first. Close removes the instance directory again.
 func OpenRuntimeDir(base string, log *slog.Logger) (*RuntimeDir, error) {
 	if base == "" {
 		base = DefaultRuntimeBase()
@@ -82,12 +83,20 @@ func OpenRuntimeDir(base string, log *slog.Logger) (*RuntimeDir, error) {
 		return nil, fmt.Errorf("plugin runtime directory %s: %w", base, err)
 	}
 	euid := os.Geteuid()
-	switch owner := ownerOf(fi); {
+	switch owner, mode := ownerOf(fi), fi.Mode(); {
 	case !fi.IsDir():
 		return nil, fmt.Errorf("plugin runtime directory %s is not a directory (choose another with --plugin.runtime-dir)", resolved)
-	case owner != euid || fi.Mode().Perm()&0o022 != 0:
-		return nil, fmt.Errorf("plugin runtime directory %s must belong to uid %d and be writable by nobody else (it has owner %d, mode %04o): whoever can write there can replace a plugin's socket; run chown %d %s && chmod go-w %s, or choose another with --plugin.runtime-dir",
-			resolved, euid, owner, fi.Mode().Perm(), euid, resolved, resolved)
+	case owner != euid || mode&fs.ModeSticky != 0 && mode.Perm()&0o022 != 0:
+		return nil, fmt.Errorf("plugin runtime directory %s must be the host's own: belong to uid %d and be writable by nobody else (it has owner %d, mode %s): whoever can write there can replace a plugin's socket; run chown %d %s && chmod go-w %s, or choose another with --plugin.runtime-dir",
+			resolved, euid, owner, mode, euid, resolved, resolved)
+	case mode.Perm()&0o022 != 0:
+		// The host's own directory, made writable by others by whoever set
+		// it up (a Kubernetes emptyDir is 0777): the host sets its mode, as
+		// systemd's RuntimeDirectoryMode= would, before putting anything in.
+		if err := os.Chmod(resolved, mode.Perm()&^0o022); err != nil {
+			return nil, fmt.Errorf("plugin runtime directory %s is writable by group or others and cannot be made private: %w", resolved, err)
+		}
+		log.Info("plugin runtime directory was writable by group or others; made it the host's own", "dir", resolved, "was", fmt.Sprintf("%04o", mode.Perm()), "now", fmt.Sprintf("%04o", mode.Perm()&^0o022))
 	}
 	removeStale(resolved, euid, log)
 

@@ -120,12 +120,37 @@ func TestOpenRuntimeDirRemovesOnlyStaleInstances(t *testing.T) {
 }
 
 func TestOpenRuntimeDirRefusesWhatOthersMayWrite(t *testing.T) {
+	// The host's own directory, world-writable (a Kubernetes emptyDir):
+	// made private before anything goes in.
 	base := filepath.Join(shortTempDir(t), "rt")
 	os.Mkdir(base, 0o777)
 	os.Chmod(base, 0o777)
-	_, err := OpenRuntimeDir(base, slog.New(slog.DiscardHandler))
+	rt, err := OpenRuntimeDir(base, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.Close()
+	if fi, _ := os.Stat(base); fi.Mode().Perm() != 0o755 {
+		t.Errorf("a world-writable base of the host's own: mode %v, want 0755", fi.Mode())
+	}
+	// A shared sticky directory is not the host's to change.
+	shared := filepath.Join(shortTempDir(t), "shared")
+	os.Mkdir(shared, 0o777)
+	os.Chmod(shared, 0o777|os.ModeSticky)
+	_, err = OpenRuntimeDir(shared, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "writable by nobody else") || !strings.Contains(err.Error(), "--plugin.runtime-dir") {
-		t.Fatalf("a world-writable base: %v", err)
+		t.Fatalf("a shared sticky base: %v", err)
+	}
+	if fi, _ := os.Stat(shared); fi.Mode().Perm() != 0o777 {
+		t.Error("the host changed a shared directory's mode")
+	}
+	if os.Geteuid() == 0 {
+		foreign := filepath.Join(shortTempDir(t), "foreign")
+		os.Mkdir(foreign, 0o755)
+		os.Chown(foreign, 65534, 65534)
+		if _, err := OpenRuntimeDir(foreign, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "owner 65534") {
+			t.Fatalf("a base of another user: %v", err)
+		}
 	}
 	parent := filepath.Join(shortTempDir(t), "open")
 	os.Mkdir(parent, 0o777)
