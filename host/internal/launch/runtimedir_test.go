@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRuntimeBase(t *testing.T) {
@@ -188,6 +190,11 @@ func TestDialRefusesASwappedSocket(t *testing.T) {
 	c, err := r.dial(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The listener closes what it accepts: EOF says it was accepted.
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the checked socket did not accept the connection: %v", err)
 	}
 	c.Close()
 	// The plugin swaps its socket for a link to another one.
