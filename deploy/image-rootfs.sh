@@ -7,7 +7,8 @@
 #   /usr/lib/plexporter/plugins/plexporter-<p>.yaml  its manifest, 0644
 #   /etc/plexporter/plugins.d/                   the second default plugin dir
 #   /etc/passwd, /etc/group                      root, plexporter, nobody/nogroup
-#   /tmp (1777)                                  go-plugin's socket directories
+#   /run/plexporter/                             the host's runtime directory
+#                                                (plugin sockets; a volume in a pod)
 #
 # No shell, libc or CA certificates: the binaries are static, and the
 # exporter makes no outgoing TLS connection. deploy/image_test.go checks
@@ -17,8 +18,8 @@ cd "$(dirname "$0")/.."
 root=${IMAGE_ROOTFS:-bin/image-rootfs}
 
 rm -rf "$root"
-mkdir -p "$root/usr/bin" "$root/usr/lib/plexporter/plugins" "$root/etc/plexporter/plugins.d" "$root/tmp"
-chmod 1777 "$root/tmp"
+mkdir -p "$root/usr/bin" "$root/usr/lib/plexporter/plugins" "$root/etc/plexporter/plugins.d" "$root/run/plexporter"
+chmod 0755 "$root/run" "$root/run/plexporter"
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 deploy/build.sh "$build"

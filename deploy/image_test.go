@@ -40,8 +40,8 @@ func imageRootfs(t *testing.T) string {
 // TestImageRootfs checks the container image's file tree (there is no
 // container engine here: the tree is the image, deploy/Dockerfile copies
 // it as it is): static binaries, every plugin with its manifest, the
-// plugin directories, passwd and group with the plugins' user, a /tmp for
-// the plugin sockets, and nothing else — no shell, libc or CA bundle.
+// plugin directories, passwd and group with the plugins' user, the host's
+// runtime directory for the plugin sockets, and nothing else — no shell, libc or CA bundle.
 func TestImageRootfs(t *testing.T) {
 	root := imageRootfs(t)
 	want := map[string]os.FileMode{
@@ -54,7 +54,7 @@ func TestImageRootfs(t *testing.T) {
 		want["/usr/lib/plexporter/plugins/plexporter-"+p+".yaml"] = 0o644
 	}
 	dirs := map[string]os.FileMode{
-		"/tmp": os.ModeSticky | 0o777, "/etc/plexporter/plugins.d": 0o755, "/usr/lib/plexporter/plugins": 0o755,
+		"/run/plexporter": 0o755, "/etc/plexporter/plugins.d": 0o755, "/usr/lib/plexporter/plugins": 0o755,
 	}
 	err := filepath.Walk(root, func(path string, fi os.FileInfo, err error) error {
 		if err != nil {
@@ -68,7 +68,7 @@ func TestImageRootfs(t *testing.T) {
 			if mode, ok := dirs[rel]; ok && fi.Mode()&(os.ModePerm|os.ModeSticky) != mode {
 				t.Errorf("%s has mode %v, want %v", rel, fi.Mode(), mode)
 			}
-			if fi.Mode().Perm()&0o022 != 0 && rel != "/tmp" {
+			if fi.Mode().Perm()&0o022 != 0 {
 				t.Errorf("directory %s is writable by group or others (%v)", rel, fi.Mode())
 			}
 			return nil

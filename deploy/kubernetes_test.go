@@ -231,8 +231,8 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, cm *corev1.ConfigMap, pl
 	if m, ok := mounts["/etc/plexporter"]; !ok || volumes[m.Name].ConfigMap == nil || volumes[m.Name].ConfigMap.Name != cm.Name {
 		t.Errorf("/etc/plexporter must be ConfigMap %s", cm.Name)
 	}
-	if m, ok := mounts["/tmp"]; !ok || volumes[m.Name].EmptyDir == nil {
-		t.Error("/tmp (go-plugin's sockets) must be an emptyDir: the root file system is read-only")
+	if m, ok := mounts["/run/plexporter"]; !ok || volumes[m.Name].EmptyDir == nil {
+		t.Error("/run/plexporter (the host's runtime directory: the plugins' sockets) must be an emptyDir: the root file system is read-only")
 	}
 	if slices.Contains(plugins, "nvme") {
 		if m, ok := mounts["/host/dev"]; !ok || volumes[m.Name].HostPath == nil || volumes[m.Name].HostPath.Path != "/dev" {
