@@ -201,15 +201,15 @@ func TestScrapesThatSawTheSameAnswersShareOneMerge(t *testing.T) {
 func TestALeftRoundIsNotJoined(t *testing.T) {
 	s := scraper(t, `
   fast: {config: {series: 1}}
-  slow: {config: {series: 1, sleep: 600ms}}
+  slow: {config: {series: 1, sleep: 1s}}
 `, "fast", "slow")
 	first := s.scrapeFor(t, 100*time.Millisecond)
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
 	second := s.scrapeFor(t, 0)
 	if first.value("chaos_collects_total", "fast") != 1 || second.value("chaos_collects_total", "fast") != 2 {
 		t.Errorf("the fast plugin's Collects: #%v then #%v, want a fresh one for the second scrape", first.value("chaos_collects_total", "fast"), second.value("chaos_collects_total", "fast"))
 	}
-	if second.value("chaos_collects_total", "slow") != 1 || second.took > 550*time.Millisecond {
+	if second.value("chaos_collects_total", "slow") != 1 || second.took > 900*time.Millisecond {
 		t.Errorf("the second scrape must join the slow plugin's Collect under way (#%v, took %v)", second.value("chaos_collects_total", "slow"), second.took)
 	}
 }
