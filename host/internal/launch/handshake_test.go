@@ -130,9 +130,9 @@ func TestHostileHandshakeAddressIsNotDialled(t *testing.T) {
 			if !strings.Contains(msg, "plugin hostile") || !strings.Contains(msg, tc.addr) || !strings.Contains(msg, tc.why) || !strings.Contains(msg, "refusing") {
 				t.Errorf("the error must name the plugin, the address (%s) and why (%s): %v", tc.addr, tc.why, err)
 			}
-			var pin *PinError
-			if errors.As(err, &pin) {
-				t.Error("not a pin error")
+			var refused *AddressError
+			if !errors.As(err, &refused) || refused.Plugin != "hostile" {
+				t.Errorf("want an *AddressError (supervise refuses the plugin instead of restarting it), got %T", err)
 			}
 		})
 	}

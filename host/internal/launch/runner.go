@@ -157,7 +157,7 @@ func (r *processRunner) pid() int {
 // socket.
 func (r *processRunner) PluginToHost(network, addr string) (string, string, error) {
 	refuse := func(why string) (string, string, error) {
-		return "", "", fmt.Errorf("plugin %s: refusing to dial %s address %q from its handshake: %s; a plugin may only listen on a unix socket in %s, the directory the host made for it (PLUGIN_UNIX_SOCKET_DIR)", r.plugin, network, addr, why, r.socketDir)
+		return "", "", &AddressError{Plugin: r.plugin, Network: network, Address: addr, Reason: why, SocketDir: r.socketDir}
 	}
 	if network != "unix" {
 		return refuse("not a unix socket")
@@ -174,6 +174,18 @@ func (r *processRunner) PluginToHost(network, addr string) (string, string, erro
 	}
 	r.socket = addr
 	return network, addr, nil
+}
+
+// AddressError is Start's answer for a plugin whose handshake names an
+// address the host does not dial. The plugin chose it; restarting it would
+// only be refused again.
+type AddressError struct {
+	Plugin, Network, Address, Reason string
+	SocketDir                        string // the directory the host made for the plugin
+}
+
+func (e *AddressError) Error() string {
+	return fmt.Sprintf("plugin %s: refusing to dial %s address %q from its handshake: %s; a plugin may only listen on a unix socket in %s, the directory the host made for it (PLUGIN_UNIX_SOCKET_DIR)", e.Plugin, e.Network, e.Address, e.Reason, e.SocketDir)
 }
 
 func (r *processRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }

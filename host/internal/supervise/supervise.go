@@ -302,11 +302,14 @@ func (s *Supervisor) firstAttemptOver() {
 }
 
 // finalState moves a plugin whose start failed in a way no restart can fix
-// to Misconfigured or Refused, logs why once, and returns that state; for
-// every other failure it returns Backoff and changes nothing.
+// (it rejected its settings, its binary is not the one pinned, its
+// handshake named an address the host does not dial) to Misconfigured or
+// Refused, logs why once, and returns that state; for every other failure
+// it returns Backoff and changes nothing.
 func (s *Supervisor) finalState(err error) State {
 	var rejected *rejectedError
 	var pin *launch.PinError
+	var address *launch.AddressError
 	switch {
 	case errors.As(err, &rejected):
 		s.become(Misconfigured, rejected.message)
@@ -317,6 +320,10 @@ func (s *Supervisor) finalState(err error) State {
 	case errors.As(err, &pin):
 		s.become(Refused, pin.Error())
 		s.log.Error("plugin refused", "path", s.plugin.Path, "reason", pin.Error())
+		return Refused
+	case errors.As(err, &address):
+		s.become(Refused, address.Error())
+		s.log.Error("plugin refused", "path", s.plugin.Path, "reason", address.Error())
 		return Refused
 	}
 	return Backoff

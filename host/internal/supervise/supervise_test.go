@@ -25,19 +25,21 @@ import (
 	"github.com/plexporter/plexporter/host/internal/manifest"
 )
 
-var chaosBin string
+var chaosBin, handshakeBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "supervise-test")
 	if err != nil {
 		panic(err)
 	}
-	chaosBin = filepath.Join(dir, "chaos")
-	cmd := exec.Command("go", "build", "-o", chaosBin, "../../../internal/testplugins/chaos")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		panic("build the chaos plugin: " + err.Error())
+	chaosBin, handshakeBin = filepath.Join(dir, "chaos"), filepath.Join(dir, "handshake")
+	for bin, pkg := range map[string]string{chaosBin: "chaos", handshakeBin: "handshake"} {
+		cmd := exec.Command("go", "build", "-o", bin, "../../../internal/testplugins/"+pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			panic("build the " + pkg + " test plugin: " + err.Error())
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -280,5 +282,29 @@ func TestStopRacesStartAndCollect(t *testing.T) {
 		if sup.Status().State != Stopped {
 			t.Fatalf("state %v after Stop", sup.Status().State)
 		}
+	}
+}
+
+// A plugin whose handshake names an address the host does not dial is
+// refused, not restarted: it chose that address and would choose it again.
+func TestHostileHandshakeIsRefused(t *testing.T) {
+	t.Setenv("HANDSHAKE_NETWORK", "tcp")
+	t.Setenv("HANDSHAKE_ADDRESS", "127.0.0.1:1")
+	logs := &logBuffer{}
+	path := filepath.Join(t.TempDir(), "plexporter-hostile")
+	os.Symlink(handshakeBin, path)
+	sup := New(discover.Plugin{Name: "hostile", Path: path, Target: handshakeBin, Identity: "test"},
+		Settings{PassEnv: []string{"HANDSHAKE_NETWORK", "HANDSHAKE_ADDRESS"}, MinBackoff: 20 * time.Millisecond},
+		slog.New(slog.NewTextHandler(logs, nil)))
+	t.Cleanup(sup.Stop)
+	sup.Start()
+	<-sup.FirstAttempt()
+	time.Sleep(200 * time.Millisecond) // ten backoffs
+	st := sup.Status()
+	if st.State != Refused || st.Restarts != 0 || !strings.Contains(st.LastError, `refusing to dial tcp address "127.0.0.1:1"`) {
+		t.Fatalf("%+v", st)
+	}
+	if len(logs.lines("level=ERROR", "plugin refused", "plugin=hostile")) != 1 {
+		t.Errorf("the refusal is not logged once:\n%s", logs)
 	}
 }
