@@ -129,7 +129,7 @@ func run(args []string) int {
 	case !sandboxed:
 		log.Warn("not running as root: plugins run unconfined as this user (development mode); plexporter_plugin_sandboxed is 0")
 	}
-	if err := sandbox.CheckBuild(); sandboxed && err != nil {
+	if err := sandbox.CheckHost(); sandboxed && err != nil {
 		log.Error("cannot sandbox plugins", "err", err)
 		return 1
 	}

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+
+	"golang.org/x/sys/unix"
 )
 
-// CheckBuild says whether this binary can sandbox plugins at all; the host
-// refuses to start sandboxed otherwise.
+// CheckHost says whether this binary, on this host, can sandbox plugins at
+// all: if it cannot, the host refuses to start sandboxed rather than have
+// every plugin fail at each start with a bare "operation not permitted".
 //
 // Built with cgo it cannot: libcap's psx, which changes the credentials of
 // every thread, is then its C implementation, which finds the threads in
@@ -15,13 +18,30 @@ import (
 // pid that /proc (the host's, not remounted) knows, and the launcher hangs
 // or signals another process's threads. On an architecture the network
 // filter was not written for (seccomp_*.go), every plugin would run without
-// it.
-func CheckBuild() error {
+// it. And the host must be allowed to create PID namespaces.
+func CheckHost() error {
 	if builtWithCgo {
 		return errors.New("this plexporter binary was built with cgo, and the plugin sandbox, which runs each plugin in its own PID namespace, needs a CGO_ENABLED=0 build (libcap's C psx cannot change credentials there): rebuild with CGO_ENABLED=0, as make build does")
 	}
 	if nativeAudit == 0 {
 		return fmt.Errorf("the plugin sandbox's network filter (seccomp) is not implemented for %s, only for amd64 and arm64", runtime.GOARCH)
 	}
+	if err := canCreatePIDNamespace(); err != nil {
+		return fmt.Errorf("the plugin sandbox runs each plugin in its own PID namespace, and this host may not create one (unshare(CLONE_NEWPID): %w): it needs CAP_SYS_ADMIN, under systemd RestrictNamespaces= must allow pid, and a container CAP_SYS_ADMIN", err)
+	}
 	return nil
+}
+
+// canCreatePIDNamespace asks the kernel (capabilities, seccomp) without
+// starting a process: unshare(CLONE_NEWPID) changes only the namespace of
+// the calling thread's future children, and that thread, locked and never
+// unlocked, ends with its goroutine. (The Go runtime starts no thread from
+// a locked one.)
+func canCreatePIDNamespace() error {
+	errc := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		errc <- unix.Unshare(unix.CLONE_NEWPID)
+	}()
+	return <-errc
 }

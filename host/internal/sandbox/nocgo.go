@@ -2,5 +2,5 @@
 
 package sandbox
 
-// builtWithCgo: see CheckBuild (build.go).
+// builtWithCgo: see CheckHost (build.go).
 const builtWithCgo = false
