@@ -130,5 +130,41 @@ func unitSeccomp(t *testing.T, u unit) string {
 	if a := u.get("SystemCallArchitectures"); a != "native" {
 		t.Fatalf("SystemCallArchitectures=%q: this emulation allows the native architecture only", a)
 	}
-	return seccompSpec(list, families, errno)
+	return seccompSpec(list, families, errno, deniedNamespaces(t, u.get("RestrictNamespaces")))
+}
+
+// namespaceFlags are RestrictNamespaces='s names. (CLONE_NEWTIME is left
+// out: in clone(2)'s flags its bit is part of the exit signal.)
+var namespaceFlags = map[string]uint32{
+	"cgroup": unix.CLONE_NEWCGROUP, "ipc": unix.CLONE_NEWIPC, "net": unix.CLONE_NEWNET,
+	"mnt": unix.CLONE_NEWNS, "pid": unix.CLONE_NEWPID, "user": unix.CLONE_NEWUSER, "uts": unix.CLONE_NEWUTS,
+}
+
+// deniedNamespaces turns a RestrictNamespaces= value (yes, no, an allow
+// list, or ~ and a deny list) into the CLONE_NEW* flags it denies.
+func deniedNamespaces(t *testing.T, v string) uint32 {
+	t.Helper()
+	var all uint32
+	for _, f := range namespaceFlags {
+		all |= f
+	}
+	switch v {
+	case "", "no", "false":
+		return 0
+	case "yes", "true":
+		return all
+	}
+	deny := strings.HasPrefix(v, "~")
+	var listed uint32
+	for _, name := range strings.Fields(strings.TrimPrefix(v, "~")) {
+		f, ok := namespaceFlags[name]
+		if !ok {
+			t.Fatalf("RestrictNamespaces=%s: %q is not a namespace type", v, name)
+		}
+		listed |= f
+	}
+	if deny {
+		return listed
+	}
+	return all &^ listed
 }

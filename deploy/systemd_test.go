@@ -13,10 +13,11 @@ import (
 )
 
 // launcherCaps are the capabilities the host needs for itself and its
-// sandbox launcher, whatever the plugins: setuid/setgid to the plugin's
-// user, setpcap for the bounding set, chown for the socket directory,
-// dac_override for the socket in it, kill for a plugin that does not exit.
-var launcherCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_KILL"}
+// sandbox launcher, whatever the plugins: sys_admin for each plugin's PID
+// namespace, setuid/setgid to the plugin's user, setpcap for the bounding
+// set, chown for the socket directory, dac_override for the socket in it,
+// kill for a plugin that does not exit.
+var launcherCaps = []string{"CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_KILL"}
 
 // unit is a systemd unit's [Service] section: key → values in order.
 type unit map[string][]string
@@ -144,13 +145,14 @@ func TestUnitRestrictions(t *testing.T) {
 		t.Errorf("RestrictAddressFamilies=%v: rdma and ethtool need AF_NETLINK, plugin sockets AF_UNIX, /metrics AF_INET/AF_INET6", got)
 	}
 	for key, want := range map[string]string{
-		"ProtectSystem":    "strict",
-		"NoNewPrivileges":  "yes",
-		"RuntimeDirectory": "plexporter",
-		"PrivateTmp":       "yes",
-		"ExecReload":       "/bin/kill -HUP $MAINPID",
-		"KillMode":         "mixed",
-		"EnvironmentFile":  "-/etc/default/plexporter",
+		"RestrictNamespaces": "pid", // each plugin's PID namespace
+		"ProtectSystem":      "strict",
+		"NoNewPrivileges":    "yes",
+		"RuntimeDirectory":   "plexporter",
+		"PrivateTmp":         "yes",
+		"ExecReload":         "/bin/kill -HUP $MAINPID",
+		"KillMode":           "mixed",
+		"EnvironmentFile":    "-/etc/default/plexporter",
 	} {
 		if got := u.get(key); got != want {
 			t.Errorf("%s=%q, want %q", key, got, want)

@@ -74,9 +74,9 @@ func unitSandbox(args []string) {
 }
 
 // seccompSpec encodes the unit's system call restrictions for the helper:
-// "<allowed syscall numbers>;<allowed socket families>;<errno>", each list
-// comma-separated.
-func seccompSpec(allowed []uint32, families []uint32, errno uint32) string {
+// "<allowed syscall numbers>;<allowed socket families>;<errno>;<denied
+// CLONE_NEW* flags>", each list comma-separated.
+func seccompSpec(allowed []uint32, families []uint32, errno uint32, deniedNamespaces uint32) string {
 	join := func(v []uint32) string {
 		var s []string
 		for _, n := range v {
@@ -84,16 +84,19 @@ func seccompSpec(allowed []uint32, families []uint32, errno uint32) string {
 		}
 		return strings.Join(s, ",")
 	}
-	return join(allowed) + ";" + join(families) + ";" + strconv.FormatUint(uint64(errno), 10)
+	return join(allowed) + ";" + join(families) + ";" + strconv.FormatUint(uint64(errno), 10) + ";" + strconv.FormatUint(uint64(deniedNamespaces), 10)
 }
 
 // seccompFilter assembles the classic BPF program systemd's directives
-// amount to: a foreign architecture (or x32) is killed, socket(2) with a
-// family not allowed fails with EAFNOSUPPORT, an allowed system call runs,
-// any other fails with errno.
+// amount to: a foreign architecture (or x32) is killed; RestrictNamespaces=
+// makes unshare(2) and clone(2) with a denied CLONE_NEW* flag fail with
+// EPERM and clone3(2) (whose flags a filter cannot read) with ENOSYS, so
+// that callers fall back to clone(2); socket(2) with a family not allowed
+// fails with EAFNOSUPPORT; an allowed system call runs, any other fails
+// with errno.
 func seccompFilter(spec string) ([]bpf.RawInstruction, error) {
 	parts := strings.Split(spec, ";")
-	if len(parts) != 3 {
+	if len(parts) != 4 {
 		return nil, fmt.Errorf("bad spec %q", spec)
 	}
 	parse := func(s string) ([]uint32, error) {
@@ -122,6 +125,10 @@ func seccompFilter(spec string) ([]bpf.RawInstruction, error) {
 	if err != nil {
 		return nil, err
 	}
+	deniedNS, err := strconv.ParseUint(parts[3], 10, 32)
+	if err != nil {
+		return nil, err
+	}
 	arch, ok := map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix.AUDIT_ARCH_AARCH64}[runtime.GOARCH]
 	if !ok {
 		return nil, fmt.Errorf("no seccomp architecture for %s", runtime.GOARCH)
@@ -140,6 +147,18 @@ func seccompFilter(spec string) ([]bpf.RawInstruction, error) {
 	}
 	if runtime.GOARCH == "amd64" {
 		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1}, ret(unix.SECCOMP_RET_KILL_PROCESS))
+	}
+	if deniedNS != 0 {
+		prog = append(prog,
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_CLONE3), SkipFalse: 1},
+			ret(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS)),
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_UNSHARE), SkipTrue: 1},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_CLONE), SkipFalse: 4},
+			bpf.LoadAbsolute{Off: offArg0, Size: 4}, // the flags of both
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: uint32(deniedNS), SkipFalse: 1},
+			ret(unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM)),
+			bpf.LoadAbsolute{Off: offNr, Size: 4},
+		)
 	}
 	// socket(2): its family (the first argument's low 32 bits) decides.
 	prog = append(prog,
