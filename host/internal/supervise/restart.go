@@ -6,14 +6,15 @@ import "time"
 // waits before its next start.
 //
 // An isolated failure costs MinBackoff (1 s), every time: a plugin killed
-// now and then is back at once. Only a crash loop backs off: a plugin that
-// fails more than CrashBudget times within CrashWindow waits twice as long
-// after each further failure (2 s, 4 s, … up to MaxBackoff), and leaves the
-// loop, back to MinBackoff, only once a run lasted HealthyAfter. The window
-// is what makes the budget decay: failures older than it no longer count.
-// The loop ends on a healthy run rather than on the window, because a loop
-// whose delays grew past the window would otherwise look isolated again
-// and restart at full speed.
+// now and then, even every 10 s, is back at once. Only a crash loop backs
+// off: a plugin that fails more than CrashBudget times within CrashWindow
+// (5 in 30 s: it cannot stay up for about 6 s) waits twice as long after
+// each further failure (2 s, 4 s, … up to MaxBackoff), and leaves the loop,
+// back to MinBackoff, only once a run lasted HealthyAfter (30 s). The
+// window is what makes the budget decay: failures older than it no longer
+// count. The loop ends on a healthy run rather than on the window, because
+// a loop whose delays grew past the window would otherwise look isolated
+// again and restart at full speed.
 type restartPolicy struct {
 	min, max     time.Duration
 	budget       int

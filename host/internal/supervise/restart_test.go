@@ -47,7 +47,17 @@ func TestRestartPolicy(t *testing.T) {
 			{at: 35 * time.Second, want: 32 * time.Second, loop: true},
 			{at: 67 * time.Second, want: time.Minute, loop: true},
 			{at: 127 * time.Second, want: time.Minute, loop: true},
-			{at: 187 * time.Second, ran: 30 * time.Second, want: time.Minute, loop: true},
+			{at: 187 * time.Second, ran: 29 * time.Second, want: time.Minute, loop: true},
+		},
+		"killed every 10 s: not a loop": {
+			{at: 0, ran: time.Hour, want: time.Second},
+			{at: 10 * time.Second, ran: 9 * time.Second, want: time.Second},
+			{at: 20 * time.Second, ran: 9 * time.Second, want: time.Second},
+			{at: 30 * time.Second, ran: 9 * time.Second, want: time.Second},
+			{at: 40 * time.Second, ran: 9 * time.Second, want: time.Second},
+			{at: 50 * time.Second, ran: 9 * time.Second, want: time.Second},
+			{at: 60 * time.Second, ran: 9 * time.Second, want: time.Second},
+			{at: 70 * time.Second, ran: 9 * time.Second, want: time.Second},
 		},
 		"a healthy run ends the loop": {
 			{at: 0, want: time.Second},
@@ -56,17 +66,17 @@ func TestRestartPolicy(t *testing.T) {
 			{at: 3 * time.Second, want: time.Second},
 			{at: 4 * time.Second, want: time.Second},
 			{at: 5 * time.Second, want: 2 * time.Second, loop: true},
-			{at: 70 * time.Second, ran: 63 * time.Second, want: time.Second},
-			{at: 71 * time.Second, want: time.Second},
+			{at: 40 * time.Second, ran: 33 * time.Second, want: time.Second},
+			{at: 41 * time.Second, want: time.Second},
 		},
 		"failures older than the window no longer count": {
 			{at: 0, want: time.Second},
-			{at: 10 * time.Second, ran: 9 * time.Second, want: time.Second},
-			{at: 20 * time.Second, ran: 9 * time.Second, want: time.Second},
-			{at: 30 * time.Second, ran: 9 * time.Second, want: time.Second},
-			{at: 40 * time.Second, ran: 9 * time.Second, want: time.Second},
-			{at: 61 * time.Second, ran: 20 * time.Second, want: time.Second}, // the one at 0 is out
-			{at: 65 * time.Second, ran: 3 * time.Second, want: 2 * time.Second, loop: true},
+			{at: 5 * time.Second, ran: 4 * time.Second, want: time.Second},
+			{at: 10 * time.Second, ran: 4 * time.Second, want: time.Second},
+			{at: 15 * time.Second, ran: 4 * time.Second, want: time.Second},
+			{at: 20 * time.Second, ran: 4 * time.Second, want: time.Second},
+			{at: 31 * time.Second, ran: 10 * time.Second, want: time.Second}, // the 6th, but the one at 0 is out
+			{at: 33 * time.Second, ran: time.Second, want: 2 * time.Second, loop: true},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

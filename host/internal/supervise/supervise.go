@@ -75,14 +75,14 @@ func (s Settings) withDefaults() Settings {
 	if s.MaxBackoff == 0 {
 		s.MaxBackoff = time.Minute
 	}
-	if s.HealthyAfter == 0 {
-		s.HealthyAfter = time.Minute
-	}
 	if s.CrashBudget == 0 {
 		s.CrashBudget = 5
 	}
 	if s.CrashWindow == 0 {
-		s.CrashWindow = time.Minute
+		s.CrashWindow = 30 * time.Second
+	}
+	if s.HealthyAfter == 0 {
+		s.HealthyAfter = s.CrashWindow
 	}
 	if s.StartTimeout == 0 {
 		s.StartTimeout = 10 * time.Second
