@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -150,31 +147,7 @@ func TestRealPrometheusBesideAPatientScraperStaysUp(t *testing.T) {
 	})
 	defer func() { close(stop); wg.Wait() }()
 
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: plexporter
-    static_configs:
-      - targets: [%q]
-`, h.url[len("http://"):])), 0o644)
-	addr := freePort(t)
-	prom := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
-	logs := &syncBuffer{}
-	prom.Stdout, prom.Stderr = logs, logs
-	if err := prom.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		prom.Process.Kill()
-		prom.Wait()
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", logs.String())
-		}
-	})
-	promURL := "http://" + addr
+	promURL := startPrometheus(t, bin, h.url, "1s")
 	h.waitFor(30*time.Second, "Prometheus's first scrape", func() bool {
 		return query(t, promURL, `up{job="plexporter"}`, "job")["plexporter"] != ""
 	})
