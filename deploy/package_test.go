@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -150,7 +151,7 @@ func TestHostPackage(t *testing.T) {
 // directories it announces.
 func defaultPluginDirs(t *testing.T, host string) []string {
 	t.Helper()
-	cmd := exec.Command(host, "--web.listen-address=127.0.0.1:0", "--no-plugin.sandbox", "--log.format=logfmt")
+	cmd := exec.Command(host, "--web.listen-address=127.0.0.1:0", "--no-plugin.sandbox", "--log.format=logfmt", "--plugin.runtime-dir="+t.TempDir())
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -160,7 +161,7 @@ func defaultPluginDirs(t *testing.T, host string) []string {
 		t.Fatal(err)
 	}
 	defer cmd.Wait()
-	defer cmd.Process.Kill()
+	defer cmd.Process.Signal(syscall.SIGTERM)
 	found := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
