@@ -66,6 +66,9 @@ func Handler(s Scraper, ready func() bool, opts Options, log *slog.Logger) (http
 			Name:        "plexporter",
 			Description: "Prometheus exporter for AI/HPC nodes: a host for collector plugins",
 			Version:     opts.Version,
+			// The toolkit's page links /debug/pprof/ by default; the host
+			// serves no profiling endpoints, so the links would be 404s.
+			Profiling: "false",
 			Links: []web.LandingLinks{
 				{Address: opts.MetricsPath, Text: "Metrics"},
 				{Address: "/healthz", Text: "Liveness"},

@@ -1,7 +1,10 @@
 package web
 
 import (
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,5 +58,28 @@ func TestSelectionSets(t *testing.T) {
 	}
 	if set(nil) != nil {
 		t.Fatal("no values must mean no selection")
+	}
+}
+
+func TestLandingPageLinksOnlyWhatIsServed(t *testing.T) {
+	h, err := Handler(nil, func() bool { return true }, Options{MetricsPath: "/metrics"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	body := rec.Body.String()
+	if rec.Code != 200 || !strings.Contains(body, `href="/metrics"`) {
+		t.Fatalf("landing page %d:\n%s", rec.Code, body)
+	}
+	if strings.Contains(body, "debug/pprof") {
+		t.Errorf("landing page links profiling endpoints the host does not serve:\n%s", body)
+	}
+	for _, path := range []string{"/debug/pprof/heap", "/debug/pprof/profile"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404 (no profiling served)", path, rec.Code)
+		}
 	}
 }
