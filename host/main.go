@@ -68,7 +68,14 @@ func run(args []string) int {
 	var f flags
 	app := kingpin.New("plexporter", "Prometheus exporter for AI/HPC nodes. It runs every collector plugin found in the plugin directories as its own process and serves their merged metrics.\n\nEvery flag can also be set with the environment variable shown; an explicit flag wins. Boolean variables accept y/yes/on/true/enable/1 and n/no/off/false/disable/0.")
 	app.HelpFlag.Short('h')
-	app.Version(version.Print("plexporter"))
+	// Not app.Version: kingpin prints the version to its usage writer,
+	// stderr, and `plexporter --version | head -1` should work as for every
+	// other exporter.
+	app.Flag("version", "Show application version.").PreAction(func(*kingpin.ParseContext) error {
+		fmt.Fprintln(os.Stdout, version.Print("plexporter"))
+		os.Exit(0)
+		return nil
+	}).Bool()
 
 	serve := app.Command("serve", "Serve /metrics (the default command).").Default()
 	pluginsCmd := app.Command("plugins", "Start every discovered plugin once and print name, version, path, state, last error and series count.")
