@@ -74,45 +74,41 @@ func TestSoakRealPrometheusUnderChaos(t *testing.T) {
 
 	stop := make(chan struct{})
 	done := make(chan struct{}, 2)
+	// every runs fn every d until the soak ends.
+	every := func(d time.Duration, fn func()) {
+		defer func() { done <- struct{}{} }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(d):
+				fn()
+			}
+		}
+	}
 	// A second scraper (an HA twin with a longer timeout) overlapping
 	// Prometheus's scrapes: the shared work must not make Prometheus wait
 	// beyond its own deadline.
-	go func() {
-		defer func() { done <- struct{}{} }()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(300 * time.Millisecond):
-			}
-			req, _ := http.NewRequest("GET", h.url+"/metrics", nil)
-			req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "10")
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
+	go every(300*time.Millisecond, func() {
+		req, _ := http.NewRequest("GET", h.url+"/metrics", nil)
+		req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "10")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
 		}
-	}()
+	})
 	// The killer: SIGKILL the victim plugin every 10 s.
 	kills := 0
-	go func() {
-		defer func() { done <- struct{}{} }()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Second):
-			}
-			b, err := os.ReadFile(victimPIDs)
-			if err != nil {
-				continue
-			}
-			pid, _ := strconv.Atoi(strings.Fields(string(b) + " 0")[0])
-			if pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
-				kills++
-			}
+	go every(10*time.Second, func() {
+		b, err := os.ReadFile(victimPIDs)
+		if err != nil {
+			return
 		}
-	}()
+		pid, _ := strconv.Atoi(strings.Fields(string(b) + " 0")[0])
+		if pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			kills++
+		}
+	})
 	time.Sleep(soak)
 	close(stop)
 	<-done
