@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	webflag "github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/launch"
 	"github.com/plexporter/plexporter/host/internal/sandbox"
@@ -85,8 +86,8 @@ func run(args []string) int {
 	app.Flag("plugin.dir", "Plugin directory, repeatable; later directories win on name clashes. The env var takes a comma-separated list.").
 		Default("/usr/lib/plexporter/plugins", "/etc/plexporter/plugins.d").StringsVar(&f.pluginDirs)
 	app.Flag("config.file", "Optional YAML file with per-plugin settings (enabled, timeout, metric_prefix, max_series, config, manifest overrides).").StringVar(&f.configFile)
-	app.Flag("scrape.timeout", "How long each plugin's Collect may take; a late plugin contributes nothing to that scrape.").Default("5s").DurationVar(&f.scrapeTimeout)
-	app.Flag("plugin.start-timeout", "How long a plugin may take to start, handshake and accept its configuration.").Default("10s").DurationVar(&f.startTimeout)
+	app.Flag("scrape.timeout", "How long each plugin's Collect may take; a late plugin contributes nothing to that scrape.").Default("5s").SetValue((*durationFlag)(&f.scrapeTimeout))
+	app.Flag("plugin.start-timeout", "How long a plugin may take to start, handshake and accept its configuration.").Default("10s").SetValue((*durationFlag)(&f.startTimeout))
 	app.Flag("plugin.max-series", "Series one plugin may contribute to a scrape; the excess is dropped and counted.").Default("100000").IntVar(&f.maxSeries)
 	app.Flag("plugin.max-label-length", "Longest label value accepted, in bytes; longer ones drop their series.").Default("4096").IntVar(&f.maxLabelLen)
 	app.Flag("plugin.sandbox", "Confine each plugin to its manifest (needs root). --no-plugin.sandbox runs plugins as the host's user, unconfined: development only.").Default("true").BoolVar(&f.sandbox)
@@ -228,6 +229,21 @@ func warnUnmatched(fl *fleet.Fleet, filter *metricfilter.Filter, log *slog.Logge
 		log.Warn("metric filter pattern matches no family in any plugin's catalogue", "pattern", p)
 	}
 }
+
+// durationFlag is a duration flag whose error shows a good duration
+// (kingpin's says only that it is not one).
+type durationFlag time.Duration
+
+func (d *durationFlag) Set(s string) error {
+	v, err := config.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = durationFlag(v)
+	return nil
+}
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
 
 // setEnvVars gives every flag its PLEXPORTER_* environment variable.
 func setEnvVars(app *kingpin.Application) {

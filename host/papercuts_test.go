@@ -21,3 +21,17 @@ func TestVersionGoesToStdout(t *testing.T) {
 		t.Fatalf("--version: stdout %q, stderr %q; want the version on stdout only", stdout.String(), stderr.String())
 	}
 }
+
+func TestBadDurationFlagShowsAGoodOne(t *testing.T) {
+	for _, args := range [][]string{{"--scrape.timeout=5"}, {"--plugin.start-timeout=soon"}} {
+		out, err := exec.Command(filepath.Join(binDir, "plexporter"), append(args, "--plugin.dir=/nonexistent", "metrics")...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "want a Go duration such as 500ms, 5s or 1m30s") {
+			t.Errorf("%v: %v\n%s", args, err, out)
+		}
+	}
+	cmd := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir=/nonexistent", "metrics")
+	cmd.Env = append(cmd.Environ(), "PLEXPORTER_SCRAPE_TIMEOUT=1m30s")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("a good duration from the environment: %v\n%s", err, out)
+	}
+}

@@ -127,6 +127,12 @@ func Load(path string, policy trust.Policy) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
+	// Durations first: the typed decode's own error for one ("cannot
+	// unmarshal !!str `5 s` into time.Duration") gives no example of a
+	// good one.
+	if err := checkDurations(path, data); err != nil {
+		return nil, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
@@ -151,6 +157,39 @@ func Load(path string, policy trust.Policy) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// DurationHint ends every error about a duration, flags' and the config
+// file's alike.
+const DurationHint = "want a Go duration such as 500ms, 5s or 1m30s"
+
+// ParseDuration parses a duration, or says what a good one looks like.
+func ParseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration: %s", s, DurationHint)
+	}
+	return d, nil
+}
+
+// checkDurations checks every plugins.<name>.timeout, with its line. A
+// file that is not YAML at all is left to the typed decode to report.
+func checkDurations(path string, data []byte) error {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	_, plugins := lookup(doc.Content[0], "plugins")
+	for i := 0; plugins != nil && i+1 < len(plugins.Content); i += 2 {
+		key, v := lookup(plugins.Content[i+1], "timeout")
+		if v == nil || v.Kind != yaml.ScalarNode {
+			continue // not a scalar: the typed decode says so
+		}
+		if _, err := ParseDuration(v.Value); err != nil {
+			return fmt.Errorf("%s:%d: plugins.%s.timeout: %w", path, key.Line, plugins.Content[i].Value, err)
+		}
+	}
+	return nil
 }
 
 // configLines finds the line of every plugins.<name>.config key. The file

@@ -135,3 +135,15 @@ func TestLoadTrust(t *testing.T) {
 		t.Fatal("loading a FIFO config file blocked")
 	}
 }
+
+func TestBadTimeoutShowsAGoodOne(t *testing.T) {
+	for _, v := range []string{"soon", "5", `"5 s"`, "1h30"} {
+		_, err := Load(writeFile(t, "plugins:\n  rdma:\n    enabled: true\n    timeout: "+v+"\n"), trust.Policy{})
+		if err == nil || !strings.Contains(err.Error(), "plexporter.yml:4: plugins.rdma.timeout") || !strings.Contains(err.Error(), DurationHint) {
+			t.Errorf("timeout %s: %v; want the line, the key and %q", v, err, DurationHint)
+		}
+	}
+	if _, err := ParseDuration("1m30s"); err != nil {
+		t.Error(err)
+	}
+}
