@@ -35,3 +35,23 @@ func TestBadDurationFlagShowsAGoodOne(t *testing.T) {
 		t.Errorf("a good duration from the environment: %v\n%s", err, out)
 	}
 }
+
+func TestAllowlistNeverHidesHostHealth(t *testing.T) {
+	t.Setenv("PLEXPORTER_ENABLED_METRICS", "chaos_value")
+	t.Setenv("PLEXPORTER_DISABLED_METRICS", "plexporter_plugin_info")
+	h := startHost(t, []string{"alpha"}, "  alpha: {config: {series: 2}}\n")
+	_, mfs := h.scrape("")
+	for _, name := range []string{"chaos_value", "plexporter_plugin_up", "plexporter_plugin_scrape_success", "plexporter_build_info"} {
+		if len(mfs[name].GetMetric()) == 0 {
+			t.Errorf("%s missing under an allowlist of chaos_value; families = %v", name, keys(mfs))
+		}
+	}
+	for name := range mfs {
+		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") || name == "chaos_shared" {
+			t.Errorf("%s is not on the allowlist", name)
+		}
+	}
+	if _, ok := mfs["plexporter_plugin_info"]; ok {
+		t.Error("plexporter_plugin_info is on the denylist: an explicit denial still hides a health family")
+	}
+}

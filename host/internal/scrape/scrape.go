@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/merge"
@@ -30,10 +31,13 @@ var hostPrefixes = []string{"plexporter_", "go_", "process_"}
 type Scraper struct {
 	fleet  *fleet.Fleet
 	filter *metricfilter.Filter
-	opts   merge.Options
-	log    *slog.Logger
-	totals *counters
-	reg    *prometheus.Registry // the host's own collectors: build, Go runtime, process
+	// healthFilter is filter's denylist alone, for the plexporter_*
+	// families.
+	healthFilter *metricfilter.Filter
+	opts         merge.Options
+	log          *slog.Logger
+	totals       *counters
+	reg          *prometheus.Registry // the host's own collectors: build, Go runtime, process
 
 	mu     sync.Mutex
 	rounds map[string]*round // rounds that take new scrapes, by selection (round.go)
@@ -43,17 +47,23 @@ type Scraper struct {
 }
 
 // New returns a Scraper. filter is the host allowlist/denylist, applied to
-// plugin and host families alike.
+// plugin families and the Go runtime and process collectors'; the host's
+// plexporter_* health families see only its denylist.
 func New(f *fleet.Fleet, filter *metricfilter.Filter, maxLabelValueLen int, log *slog.Logger) *Scraper {
+	health, err := metricfilter.New(nil, filter.Denied())
+	if err != nil { // the same patterns filter accepted
+		panic(err)
+	}
 	s := &Scraper{
-		fleet:  f,
-		filter: filter,
-		opts:   merge.Options{Filter: filter, MaxLabelValueLen: maxLabelValueLen, ReservedPrefixes: hostPrefixes},
-		log:    log,
-		totals: newCounters(),
-		reg:    prometheus.NewRegistry(),
-		rounds: map[string]*round{},
-		logged: map[string]bool{},
+		fleet:        f,
+		filter:       filter,
+		healthFilter: health,
+		opts:         merge.Options{Filter: filter, MaxLabelValueLen: maxLabelValueLen, ReservedPrefixes: hostPrefixes},
+		log:          log,
+		totals:       newCounters(),
+		reg:          prometheus.NewRegistry(),
+		rounds:       map[string]*round{},
+		logged:       map[string]bool{},
 	}
 	s.reg.MustRegister(
 		versioncollector.NewCollector("plexporter"),
@@ -203,12 +213,33 @@ func (s *Scraper) hostFamilies(r *report) []*merge.Family {
 	if err != nil {
 		s.log.Warn("self-metrics gather", "err", err)
 	}
+	// The allowlist selects plugin metrics; it never hides the host's own
+	// health families (an allowlist of rdma_* must not take
+	// plexporter_plugin_up with it). The denylist, named explicitly, does.
+	var health, runtime []*dto.MetricFamily
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), healthPrefix) {
+			health = append(health, mf)
+		} else {
+			runtime = append(runtime, mf)
+		}
+	}
+	return merge.Concat(s.guardHost(health, s.healthFilter), s.guardHost(runtime, s.filter))
+}
+
+// healthPrefix starts the host's own health families.
+const healthPrefix = "plexporter_"
+
+// guardHost passes host families through the same writer and guard as
+// plugin samples, with filter.
+func (s *Scraper) guardHost(mfs []*dto.MetricFamily, filter *metricfilter.Filter) []*merge.Family {
 	var rec batch.Recorder
 	w := sdk.NewWriter(nil, "", rec.Send)
 	w.WriteFamilies(mfs)
 	_ = w.Flush()
 	opts := s.opts
 	opts.ReservedPrefixes = nil
+	opts.Filter = filter
 	return merge.Merge([]merge.Input{{Plugin: "plexporter", Batches: rec.Batches}}, opts).Families
 }
 
