@@ -64,10 +64,21 @@ func (f *Fleet) confine(p discover.Plugin, s supervise.Settings) (supervise.Sett
 	if !f.opts.Sandbox {
 		return s, nil, nil
 	}
-	spec, warnings, err := sandbox.Resolve(s.Manifest, p.Target, p.Path, sandbox.Host{AllowRoot: f.opts.AllowRoot, AllowAnyUnixConnect: f.opts.AllowAnyUnixConnect})
+	spec, warnings, err := sandbox.Resolve(s.Manifest, p.Target, p.Path, sandbox.Host{
+		AllowRoot:           f.opts.AllowRoot,
+		AllowAnyUnixConnect: f.opts.AllowAnyUnixConnect,
+		Roots:               roots(s),
+	})
 	if err != nil {
 		return s, warnings, err
 	}
 	s.Sandbox = spec
 	return s, warnings, nil
+}
+
+// roots are the --path.* roots the plugin is told (its settings' Paths),
+// which its manifest's placeholders stand for: the sandbox grants what the
+// plugin will read.
+func roots(s supervise.Settings) manifest.Roots {
+	return manifest.Roots{Sysfs: s.Paths.GetSysfs(), Procfs: s.Paths.GetProcfs(), Rootfs: s.Paths.GetRootfs()}
 }

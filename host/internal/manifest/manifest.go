@@ -48,7 +48,7 @@ type Network struct {
 	Netlink []string `yaml:"netlink"`
 	// Unix lists the pathname unix sockets (or directories of them) the
 	// plugin may connect to.
-	Unix []string `yaml:"unix"`
+	Unix PathList `yaml:"unix"`
 	// Inet allows IPv4/IPv6 TCP to and on the listed ports and, if UDP is
 	// set, UDP to any port; nil allows no IP socket at all.
 	Inet *Inet `yaml:"inet"`
@@ -67,10 +67,13 @@ type Inet struct {
 var NetlinkProtocols = []string{"route", "generic", "rdma", "sock_diag"}
 
 // Paths the plugin may access (enforced with Landlock by the sandbox).
+// Each is absolute or starts with a placeholder for one of the host's
+// roots ({sysfs}/class/infiniband; see Roots), expanded when the sandbox
+// is resolved.
 type Paths struct {
-	ReadOnly  []string `yaml:"read_only"`
-	ReadWrite []string `yaml:"read_write"`
-	Devices   []string `yaml:"devices"`
+	ReadOnly  PathList `yaml:"read_only"`
+	ReadWrite PathList `yaml:"read_write"`
+	Devices   PathList `yaml:"devices"`
 }
 
 // Limits on the plugin's resources.
@@ -155,8 +158,8 @@ func (m *Manifest) Validate() error {
 			}
 		}
 		for _, p := range n.Unix {
-			if !filepath.IsAbs(p) {
-				return fmt.Errorf("network.unix: %q must be an absolute path", p)
+			if err := checkPath(p); err != nil {
+				return fmt.Errorf("network.unix: %w", err)
 			}
 		}
 	}
@@ -167,8 +170,8 @@ func (m *Manifest) Validate() error {
 	}
 	for key, list := range map[string][]string{"paths.read_only": m.Paths.ReadOnly, "paths.read_write": m.Paths.ReadWrite, "paths.devices": m.Paths.Devices} {
 		for _, p := range list {
-			if !filepath.IsAbs(p) {
-				return fmt.Errorf("%s: %q must be an absolute path", key, p)
+			if err := checkPath(p); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
 			}
 		}
 	}
@@ -267,9 +270,17 @@ func Merge(m, override *Manifest) *Manifest {
 // warning: a plugin whose manifest lags behind its code fails inside the
 // sandbox in ways that are hard to trace to the manifest. A path is granted
 // by an equal path, a directory holding it, or a glob matching it; a path
-// to read is also granted by read_write.
+// to read is also granted by read_write. Hints describe a plugin on the
+// node itself (/sys/class/infiniband), so both sides are compared with
+// their placeholders expanded to DefaultRoots, whatever --path.* says.
 func (m *Manifest) Ungranted(capabilities []string, need Paths) []string {
 	var out []string
+	if e, err := m.Expand(DefaultRoots); err == nil {
+		m = e
+	}
+	if e, err := (&Manifest{Paths: need}).Expand(DefaultRoots); err == nil {
+		need = e.Paths
+	}
 	for _, c := range capabilities {
 		if !slices.ContainsFunc(m.Capabilities, func(g string) bool { return strings.EqualFold(g, c) }) {
 			out = append(out, "capability "+c)

@@ -23,11 +23,18 @@ type Host struct {
 	// on kernels whose Landlock cannot restrict it to the granted unix
 	// sockets (--plugin.allow-any-unix-connect).
 	AllowAnyUnixConnect bool
+	// Roots are the host's --path.* roots, which the manifest's
+	// placeholders ({sysfs}/class/infiniband) stand for: a plugin told to
+	// read /host/sys is granted /host/sys.
+	Roots manifest.Roots
 }
 
 // Resolve builds the Spec for a plugin, or explains why its manifest cannot
 // be honoured. warnings are worth logging but do not refuse the plugin.
 func Resolve(m *manifest.Manifest, binary, argv0 string, h Host) (spec *Spec, warnings []string, err error) {
+	if m, err = m.Expand(h.Roots); err != nil {
+		return nil, nil, fmt.Errorf("manifest: %w", err)
+	}
 	s := &Spec{Binary: binary, Argv0: argv0, Nofile: m.Limits.Nofile, Pids: m.Limits.Pids, Landlock: true}
 	if s.UID, s.GID, warnings, err = identity(m, h); err != nil {
 		return nil, warnings, err

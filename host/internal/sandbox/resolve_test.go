@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,5 +40,32 @@ func TestResolveDefaults(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(warnings, "\n"), "limits.pids (16) is not enforced") {
 		t.Fatalf("an unenforced pids limit must be said: %v", warnings)
+	}
+}
+
+// The spec grants what the plugin will read: placeholders become the
+// host's roots, plain absolute paths stay as they are.
+func TestResolveExpandsPlaceholdersToTheRoots(t *testing.T) {
+	m := manifest.Manifest{User: "nobody", Paths: manifest.Paths{
+		ReadOnly:  manifest.PathList{"{sysfs}/class/infiniband", "{procfs}/self/net", "/etc/os-release"},
+		ReadWrite: manifest.PathList{"{rootfs}/var/lib/x"},
+	}}
+	h := Host{Roots: manifest.Roots{Sysfs: "/host/sys", Procfs: "/host/proc", Rootfs: "/host/root"}}
+	spec, _, err := Resolve(&m, "/bin/true", "/x/plexporter-x", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/host/sys/class/infiniband", "/host/proc/self/net", "/etc/os-release"}; !slices.Equal(spec.ReadOnly, want) {
+		t.Errorf("ReadOnly = %v, want %v", spec.ReadOnly, want)
+	}
+	if want := []string{"/host/root/var/lib/x"}; !slices.Equal(spec.ReadWrite, want) {
+		t.Errorf("ReadWrite = %v, want %v", spec.ReadWrite, want)
+	}
+	if spec, _, err := Resolve(&m, "/bin/true", "/x/plexporter-x", Host{}); err != nil || spec.ReadOnly[0] != "/sys/class/infiniband" {
+		t.Errorf("default roots: %v, %v", spec, err)
+	}
+	// A root that is not absolute cannot be granted: the plugin is refused.
+	if _, _, err := Resolve(&m, "/bin/true", "/x/plexporter-x", Host{Roots: manifest.Roots{Sysfs: "host/sys"}}); err == nil || !strings.Contains(err.Error(), "--path.sysfs") {
+		t.Errorf("relative root: err = %v", err)
 	}
 }

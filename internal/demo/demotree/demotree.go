@@ -1,0 +1,175 @@
+// Package demotree builds one node's file systems from the shipped
+// plugins' fixtures: a sysfs with the RDMA devices, netdevs and NVMe
+// controllers of the rdma, ethtool and nvme fixtures, and a procfs with
+// the NFS mounts and socket tables of the nfs fixtures. `make demo` serves
+// every shipped plugin over it; the host's tests run the plugins over it at
+// arbitrary roots.
+package demotree
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/plexporter/plexporter/sdk/fixture"
+)
+
+// SysfsArchives are the sysfs fixtures merged into the tree's sys/, paths
+// relative to the module root. The ethtool tree is the rdma tree's devices
+// plus their netdevs; nvme's controllers sit beside them. An entry two
+// archives both have must be the same in both.
+var SysfsArchives = []string{
+	"plugins/rdma/testdata/sysfs.ttar",
+	"plugins/ethtool/testdata/sysfs.ttar",
+	"plugins/nvme/testdata/sysfs.ttar",
+}
+
+// ProcPID is the process whose directory holds the NFS captures; proc/self
+// links to it, as procfs's self does to the reader.
+const ProcPID = "4242"
+
+// ProcfsFiles are the flat captures laid out under proc/<ProcPID>/: an
+// NFSv3 and an NFSv4.2 nconnect mount whose lanes the socket tables match.
+var ProcfsFiles = map[string]string{
+	"mountstats": "plugins/nfs/testdata/mountstats-mixed",
+	"net/tcp":    "plugins/nfs/testdata/tcp-synthetic",
+	"net/tcp6":   "plugins/nfs/testdata/tcp6-synthetic",
+}
+
+// Tree is a built tree: the roots to pass as --path.sysfs and --path.procfs.
+type Tree struct {
+	Root, Sysfs, Procfs string
+}
+
+// Build lays the tree out in dst (created; it must not hold a tree
+// already), reading the fixtures from the module root repo. Every
+// directory is 0755 and every file 0644, so that a sandboxed plugin's user
+// can read it.
+func Build(repo, dst string) (Tree, error) {
+	t := Tree{Root: dst, Sysfs: filepath.Join(dst, "sys"), Procfs: filepath.Join(dst, "proc")}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return t, err
+	}
+	for _, dir := range []string{t.Sysfs, t.Procfs} {
+		if _, err := os.Lstat(dir); err == nil {
+			return t, fmt.Errorf("%s exists already; remove it or build elsewhere", dir)
+		}
+	}
+	staging, err := os.MkdirTemp(dst, ".unpack-")
+	if err != nil {
+		return t, err
+	}
+	defer os.RemoveAll(staging)
+	for i, a := range SysfsArchives {
+		one := filepath.Join(staging, fmt.Sprint(i))
+		if err := fixture.Unpack(filepath.Join(repo, a), one); err != nil {
+			return t, err
+		}
+		if err := merge(filepath.Join(one, "sys"), t.Sysfs); err != nil {
+			return t, fmt.Errorf("merging %s: %w", a, err)
+		}
+	}
+	pid := filepath.Join(t.Procfs, ProcPID)
+	for name, src := range ProcfsFiles {
+		data, err := os.ReadFile(filepath.Join(repo, src))
+		if err != nil {
+			return t, err
+		}
+		p := filepath.Join(pid, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return t, err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return t, err
+		}
+	}
+	if err := os.Symlink(ProcPID, filepath.Join(t.Procfs, "self")); err != nil {
+		return t, err
+	}
+	return t, traversable(dst)
+}
+
+// merge copies the tree src into dst: directories, regular files and
+// symlinks. An entry dst already has must be of the same type with the
+// same content (a file) or target (a link); otherwise the archives
+// disagree about the node and merging them would invent one.
+func merge(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		have, lerr := root.Lstat(rel)
+		if lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
+			return lerr
+		}
+		exists := lerr == nil
+		if exists && have.Mode().Type() != d.Type() {
+			return fmt.Errorf("%s: a %s in one archive, a %s in another", rel, d.Type(), have.Mode().Type())
+		}
+		switch {
+		case d.IsDir():
+			if !exists {
+				return root.Mkdir(rel, 0o755)
+			}
+			return nil
+		case d.Type() == fs.ModeSymlink:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			if !exists {
+				return root.Symlink(target, rel)
+			}
+			if old, err := root.Readlink(rel); err != nil || old != target {
+				return fmt.Errorf("%s: links to %s in one archive, to %s in another", rel, target, old)
+			}
+			return nil
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if !exists {
+				return root.WriteFile(rel, data, 0o644)
+			}
+			if old, err := root.ReadFile(rel); err != nil || !bytes.Equal(old, data) {
+				return fmt.Errorf("%s: different contents in two archives", rel)
+			}
+			return nil
+		default:
+			return fmt.Errorf("%s: unexpected file type %s", rel, d.Type())
+		}
+	})
+}
+
+// traversable makes every directory under root 0755 and every file 0644
+// (the umask may have taken bits away): the sandboxed plugins run as
+// another user.
+func traversable(root string) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir():
+			return os.Chmod(path, 0o755)
+		case d.Type().IsRegular():
+			return os.Chmod(path, 0o644)
+		}
+		return nil
+	})
+}

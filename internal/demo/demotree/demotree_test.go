@@ -1,0 +1,63 @@
+package demotree
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBuildMergesEveryPluginsFixture(t *testing.T) {
+	tree, err := Build("../../..", filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{
+		"sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data", // rdma
+		"sys/class/net/ens1f0np0/device",                             // ethtool
+		"sys/class/nvme/nvme0/serial",                                // nvme
+		"proc/self/mountstats",                                       // nfs
+		"proc/self/net/tcp",
+	} {
+		if _, err := os.Stat(filepath.Join(tree.Root, p)); err != nil {
+			t.Errorf("the tree lacks %s: %v", p, err)
+		}
+	}
+	if tree.Sysfs != filepath.Join(tree.Root, "sys") || tree.Procfs != filepath.Join(tree.Root, "proc") {
+		t.Errorf("roots = %+v", tree)
+	}
+	if _, err := Build("../../..", tree.Root); err == nil || !strings.Contains(err.Error(), "exists already") {
+		t.Errorf("a second build into the same directory: %v", err)
+	}
+}
+
+func TestMergeRefusesDisagreeingArchives(t *testing.T) {
+	for name, second := range map[string]func(dir string){
+		"file contents": func(d string) { os.WriteFile(filepath.Join(d, "a"), []byte("2"), 0o644) },
+		"link targets": func(d string) {
+			os.WriteFile(filepath.Join(d, "a"), []byte("1"), 0o644)
+			os.Symlink("y", filepath.Join(d, "l"))
+		},
+		"types": func(d string) { os.Mkdir(filepath.Join(d, "a"), 0o755) },
+	} {
+		a, b, dst := t.TempDir(), t.TempDir(), t.TempDir()
+		os.WriteFile(filepath.Join(a, "a"), []byte("1"), 0o644)
+		os.Symlink("x", filepath.Join(a, "l"))
+		second(b)
+		if err := merge(a, dst); err != nil {
+			t.Fatal(err)
+		}
+		if err := merge(b, dst); err == nil {
+			t.Errorf("%s: merging disagreeing archives must fail", name)
+		}
+	}
+	// Agreeing archives merge.
+	a, dst := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(a, "a"), []byte("1"), 0o644)
+	if err := merge(a, dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := merge(a, dst); err != nil {
+		t.Errorf("the same archive twice: %v", err)
+	}
+}
