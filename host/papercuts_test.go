@@ -4,6 +4,9 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -53,5 +56,30 @@ func TestAllowlistNeverHidesHostHealth(t *testing.T) {
 	}
 	if _, ok := mfs["plexporter_plugin_info"]; ok {
 		t.Error("plexporter_plugin_info is on the denylist: an explicit denial still hides a health family")
+	}
+}
+
+func TestSelectionOfAnUnknownPluginIs400(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"alpha", "broken", "off"} {
+		if err := os.Symlink(filepath.Join(binDir, "chaos"), filepath.Join(dir, "plexporter-"+name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "plexporter-broken.yaml"), []byte("capabilties: []\n"), 0o644)
+	h := startHostIn(t, dir, "  off: {enabled: false}\n")
+	for _, q := range []string{"?collect[]=alpha", "?collect[]=broken", "?exclude[]=off", "?collect[]=alpha&exclude[]=broken"} {
+		h.scrape(q) // fails the test unless 200: refused and disabled plugins are known
+	}
+	for _, q := range []string{"?collect[]=nosuch", "?exclude[]=nosuch", "?collect[]=alpha,nosuch"} {
+		resp, err := http.Get(h.url + "/metrics" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "nosuch") || !strings.Contains(string(body), "known plugins: alpha, broken, off") {
+			t.Errorf("%s: %d %s; want 400 naming nosuch and the known plugins", q, resp.StatusCode, body)
+		}
 	}
 }

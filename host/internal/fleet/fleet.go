@@ -353,6 +353,17 @@ func (f *Fleet) Refused() []Refusal {
 	return out
 }
 
+// Known returns the name of every plugin the last scan found, sorted:
+// supervised (whatever its state), refused, or disabled in the config file.
+// A scrape may select any of them; a name not among them is a typo.
+func (f *Fleet) Known() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	names := slices.Concat(slices.Collect(maps.Keys(f.sups)), slices.Collect(maps.Keys(f.refused)), slices.Collect(maps.Keys(f.disabled)))
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
 // Ready reports whether the first scan happened and every plugin has
 // started or failed its first start.
 func (f *Fleet) Ready() bool {

@@ -73,6 +73,9 @@ func New(f *fleet.Fleet, filter *metricfilter.Filter, maxLabelValueLen int, log 
 	return s
 }
 
+// Plugins returns the name of every plugin a scrape may select.
+func (s *Scraper) Plugins() []string { return s.fleet.Known() }
+
 // Selection limits a scrape to some plugins (collect[] and exclude[]).
 type Selection struct {
 	Include, Exclude map[string]bool

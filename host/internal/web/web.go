@@ -6,10 +6,12 @@ package web
 import (
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +44,9 @@ const DefaultWriteTimeout = 5 * time.Second
 // Scraper is what the metrics handler needs of the scrape package.
 type Scraper interface {
 	Scrape(ctx context.Context, sel scrape.Selection) []*merge.Family
+	// Plugins names every plugin a selection may name (found, whether it
+	// runs or not).
+	Plugins() []string
 }
 
 // Handler returns the host's HTTP handler.
@@ -139,6 +144,11 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sel := scrape.Selection{Include: set(q["collect[]"]), Exclude: set(q["exclude[]"])}
+	if err := checkSelection(sel, h.scraper.Plugins()); err != nil {
+		// As node_exporter does: a typo must not look like an empty plugin.
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	ctx, cancel := scrapeContext(r)
 	defer cancel()
 	fams := h.scraper.Scrape(ctx, sel)
@@ -213,6 +223,31 @@ func acceptsGzip(r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// checkSelection reports the names of sel that are no plugin the host
+// knows, with the ones it knows.
+func checkSelection(sel scrape.Selection, known []string) error {
+	var unknown []string
+	for _, param := range []struct {
+		name  string
+		names map[string]bool
+	}{{"collect[]", sel.Include}, {"exclude[]", sel.Exclude}} {
+		for name := range param.names {
+			if !slices.Contains(known, name) {
+				unknown = append(unknown, fmt.Sprintf("%s=%s", param.name, name))
+			}
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	list := strings.Join(known, ", ")
+	if list == "" {
+		list = "none"
+	}
+	return fmt.Errorf("unknown plugin in %s (selection is by plugin name); known plugins: %s", strings.Join(unknown, ", "), list)
 }
 
 func set(vals []string) map[string]bool {

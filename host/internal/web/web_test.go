@@ -1,12 +1,16 @@
 package web
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plexporter/plexporter/host/internal/merge"
+	"github.com/plexporter/plexporter/host/internal/scrape"
 )
 
 func TestAcceptsGzip(t *testing.T) {
@@ -81,5 +85,44 @@ func TestLandingPageLinksOnlyWhatIsServed(t *testing.T) {
 		if rec.Code != http.StatusNotFound {
 			t.Errorf("%s: %d, want 404 (no profiling served)", path, rec.Code)
 		}
+	}
+}
+
+type fakeScraper struct {
+	plugins []string
+	got     []scrape.Selection
+}
+
+func (f *fakeScraper) Scrape(_ context.Context, sel scrape.Selection) []*merge.Family {
+	f.got = append(f.got, sel)
+	return nil
+}
+
+func (f *fakeScraper) Plugins() []string { return f.plugins }
+
+func TestUnknownPluginInSelectionIs400(t *testing.T) {
+	s := &fakeScraper{plugins: []string{"nfs", "rdma"}}
+	h, err := Handler(s, func() bool { return true }, Options{MetricsPath: "/metrics"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for query, want := range map[string]string{
+		"collect[]=nosuch":                "collect[]=nosuch",
+		"exclude[]=nosuch":                "exclude[]=nosuch",
+		"collect[]=rdma&exclude[]=nvme,x": "exclude[]=nvme, exclude[]=x",
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics?"+query, nil))
+		if body := rec.Body.String(); rec.Code != http.StatusBadRequest || !strings.Contains(body, want) || !strings.Contains(body, "known plugins: nfs, rdma") {
+			t.Errorf("%s: %d %q; want 400 naming %s and the known plugins", query, rec.Code, body, want)
+		}
+	}
+	if len(s.got) != 0 {
+		t.Errorf("a bad selection was scraped: %v", s.got)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics?collect[]=rdma&exclude[]=nfs", nil))
+	if rec.Code != 200 || len(s.got) != 1 || !s.got[0].Include["rdma"] || !s.got[0].Exclude["nfs"] {
+		t.Errorf("a good selection: %d, scraped %v", rec.Code, s.got)
 	}
 }
