@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -173,6 +175,16 @@ func run(args []string) int {
 
 func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, f flags, toolkitFlags *web.FlagConfig, log *slog.Logger) int {
 	log.Info("starting plexporter", "version", version.Info(), "plugin_dirs", strings.Join(f.pluginDirs, ","))
+	// Listen before any plugin starts: a taken or mistyped address is
+	// reported at once, with no plugin process started for nothing.
+	listeners, err := listen(toolkitFlags)
+	if err != nil {
+		log.Error("cannot listen", "err", err)
+		return 1
+	}
+	for _, l := range listeners {
+		defer l.Close()
+	}
 	if err := fl.Reconcile(); err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
@@ -194,7 +206,13 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, f flags, toolkit
 	}
 	srv := hostweb.Server(handler)
 	errc := make(chan error, 1)
-	go func() { errc <- web.ListenAndServe(srv, toolkitFlags, log) }()
+	go func() {
+		if listeners == nil {
+			errc <- web.ListenAndServe(srv, toolkitFlags, log)
+			return
+		}
+		errc <- web.ServeMultiple(listeners, srv, toolkitFlags, log)
+	}()
 	select {
 	case err := <-errc:
 		log.Error("web server", "err", err)
@@ -208,6 +226,35 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, f flags, toolkit
 		}
 		return 0
 	}
+}
+
+// listen binds every --web.listen-address. It returns nil listeners, for
+// exporter-toolkit's ListenAndServe to make, when systemd passes the
+// sockets (bound already) or an address is vsock://, which the toolkit
+// listens on itself.
+func listen(tf *web.FlagConfig) ([]net.Listener, error) {
+	if tf.WebSystemdSocket != nil && *tf.WebSystemdSocket {
+		return nil, nil
+	}
+	addrs := *tf.WebListenAddresses
+	if len(addrs) == 0 {
+		return nil, errors.New("no --web.listen-address given")
+	}
+	if slices.ContainsFunc(addrs, func(a string) bool { return strings.HasPrefix(a, "vsock://") }) {
+		return nil, nil
+	}
+	var ls []net.Listener
+	for _, addr := range addrs {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, l := range ls {
+				l.Close()
+			}
+			return nil, fmt.Errorf("--web.listen-address=%s: %w", addr, err)
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
 }
 
 // warnUnmatched warns once about allowlist tokens that select no family of

@@ -4,13 +4,16 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestVersionGoesToStdout(t *testing.T) {
@@ -80,6 +83,31 @@ func TestSelectionOfAnUnknownPluginIs400(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "nosuch") || !strings.Contains(string(body), "known plugins: alpha, broken, off") {
 			t.Errorf("%s: %d %s; want 400 naming nosuch and the known plugins", q, resp.StatusCode, body)
+		}
+	}
+}
+
+func TestBadListenAddressStartsNoPlugin(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir, marks := t.TempDir(), t.TempDir()
+	// A "plugin" that leaves a file behind when it is started.
+	script := "#!/bin/sh\ntouch " + filepath.Join(marks, "started") + "\nsleep 5\n"
+	if err := os.WriteFile(filepath.Join(dir, "plexporter-marker"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range []string{taken.Addr().String(), "127.0.0.1:99999"} {
+		out, err := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+dir, "--no-plugin.sandbox", "--web.listen-address="+addr).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "cannot listen") || !strings.Contains(string(out), addr) {
+			t.Errorf("%s: %v; want exit 1 with a message naming the address:\n%s", addr, err, out)
+		}
+		time.Sleep(200 * time.Millisecond) // a plugin the host started would have run by now
+		if _, err := os.Stat(filepath.Join(marks, "started")); err == nil {
+			t.Fatalf("%s: a plugin was started before the listen address was found bad:\n%s", addr, out)
 		}
 	}
 }
