@@ -11,6 +11,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/host/internal/supervise"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
@@ -44,8 +45,11 @@ func listPlugins(fl *fleet.Fleet, filter *metricfilter.Filter, maxLabelLen int, 
 			c := sup.Collect(context.Background())
 			res := merge.Merge([]merge.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: sup.Settings().MaxSeries}}, merge.Options{Filter: filter, MaxLabelValueLen: maxLabelLen})
 			series = fmt.Sprint(res.Series[st.Name])
-			if c.Err != nil {
+			switch {
+			case c.Err != nil:
 				lastErr = "collect: " + c.Err.Error()
+			case len(c.Errors) > 0:
+				lastErr = partialErrors(c.Errors)
 			}
 		}
 		if st.Rejected != "" {
@@ -58,6 +62,18 @@ func listPlugins(fl *fleet.Fleet, filter *metricfilter.Filter, maxLabelLen int, 
 	}
 	tw.Flush()
 	return 0
+}
+
+// partialErrors sums up a Collect's partial errors for LAST ERROR: a
+// plugin that answers but whose sources are denied or broken read nothing,
+// and must not look healthy here.
+func partialErrors(errs []*pluginv1.CollectError) string {
+	first := errs[0]
+	s := fmt.Sprintf("collect %s: %s", first.GetCollector(), first.GetMessage())
+	if len(errs) > 1 {
+		s += fmt.Sprintf(" (and %d more partial errors)", len(errs)-1)
+	}
+	return s
 }
 
 func orDash(s string) string {

@@ -164,3 +164,74 @@ func minus(a, b []string) []string {
 	}
 	return out
 }
+
+// deniedSource is one source a plugin's grant leaves out, and where the
+// denial must show: the host's collect-error counter for collector and
+// the plugin's own counter (family with labels).
+type deniedSource struct {
+	plugin, collector string
+	own               string   // the plugin's own error counter family
+	ownLabels         []string // its labels, name value ...
+}
+
+// Reading nothing is an error you can see: a plugin whose grant leaves out
+// a source it reads reports it, in the host's and its own error counters,
+// the log and `plexporter plugins` LAST ERROR. Two layouts: nothing granted
+// (the source's directory is denied), and the class directory granted
+// without the device directories it links to.
+func TestDeniedSourcesAreCollectErrors(t *testing.T) {
+	for _, layout := range []struct {
+		name, overrides string
+		want            []deniedSource
+	}{
+		{"nothing granted",
+			`  rdma: {manifest: {paths: {read_only: []}}}
+  ethtool: {manifest: {paths: {read_only: []}}}
+  nfs: {manifest: {paths: {read_only: []}}}
+  nvme: {manifest: {paths: {read_only: []}}}
+`, []deniedSource{
+				{"rdma", "sysfs", "rdma_scrape_errors_total", nil},
+				{"ethtool", "rdma_sysfs", "ethtool_collection_errors_total", []string{"collector", "rdma_sysfs"}},
+				{"ethtool", "netdevs", "ethtool_collection_errors_total", []string{"collector", "netdevs"}},
+				{"nfs", "mountstats", "nfs_collection_errors_total", []string{"collector", "mountstats"}},
+				{"nvme", "controllers", "nvme_collection_errors_total", []string{"collector", "controllers"}},
+			}},
+		{"classes without their devices",
+			`  rdma: {manifest: {paths: {read_only: ["{sysfs}/class/infiniband"]}}}
+  ethtool: {manifest: {paths: {read_only: ["{sysfs}/class/infiniband", "{sysfs}/class/net"]}}}
+  nfs: {manifest: {paths: {read_only: ["{procfs}/self/mountstats"]}}}
+  nvme: {manifest: {paths: {read_only: ["{sysfs}/class/nvme"]}}}
+`, []deniedSource{
+				{"rdma", "sysfs", "rdma_scrape_errors_total", nil},
+				{"ethtool", "rdma_sysfs", "ethtool_collection_errors_total", []string{"collector", "rdma_sysfs"}},
+				{"nfs", "tcp", "nfs_collection_errors_total", []string{"collector", "tcp"}},
+				{"nvme", "identity", "nvme_collection_errors_total", []string{"collector", "identity"}},
+			}},
+	} {
+		t.Run(layout.name, func(t *testing.T) {
+			st := newSandboxTree(t)
+			installShipped(t, st)
+			tree := demoTree(t)
+			roots := []string{"--path.sysfs=" + tree.Sysfs, "--path.procfs=" + tree.Procfs}
+			h := startSandboxHost(t, st, layout.overrides, roots...)
+			_, mfs := h.scrape("")
+			for _, d := range layout.want {
+				if v := value(mfs, "plexporter_plugin_collect_errors_total", "plugin", d.plugin, "collector", d.collector); v < 1 {
+					t.Errorf("%s: plexporter_plugin_collect_errors_total{collector=%q} = %v, want ≥ 1", d.plugin, d.collector, v)
+				}
+				if v := value(mfs, d.own, d.ownLabels...); v < 1 {
+					t.Errorf("%s: %s%v = %v, want ≥ 1", d.plugin, d.own, d.ownLabels, v)
+				}
+				if len(linesWith(h.logs.String(), "partial error", "plugin="+d.plugin, "collector="+d.collector, "permission denied")) == 0 {
+					t.Errorf("%s: no log line says the %s source was denied", d.plugin, d.collector)
+				}
+			}
+			for _, name := range []string{"rdma", "ethtool", "nfs", "nvme"} {
+				line := pluginsLine(t, name, "--plugin.dir="+st.plugins, "--config.file="+h.cfgPath, "--plugin.sandbox", roots[0], roots[1])
+				if !strings.Contains(line, "permission denied") {
+					t.Errorf("plexporter plugins LAST ERROR of %s does not say what was denied:\n%s", name, line)
+				}
+			}
+		})
+	}
+}

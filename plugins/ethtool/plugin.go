@@ -152,9 +152,12 @@ func anyEnabled(w *sdk.Writer, ds []*sdk.Desc) bool {
 func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeStats) {
 	pfcOn, hwOn := anyEnabled(w, pfcDescs), anyEnabled(w, hwDescs)
 	if pfcOn || hwOn {
-		ports, err := discoverRDMAPorts(p.paths.Sysfs)
+		ports, devErrs, err := discoverRDMAPorts(p.paths.Sysfs)
 		if err != nil {
 			p.fail(w, collectorRDMASysfs, fmt.Errorf("list RDMA devices: %w", err))
+		}
+		for _, err := range devErrs {
+			p.fail(w, collectorRDMASysfs, err)
 		}
 		owners := ethernetOwners(ports)
 		hwDone := map[string]bool{}

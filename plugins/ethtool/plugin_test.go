@@ -380,3 +380,41 @@ func checkPromtool(t *testing.T, text string) {
 		t.Errorf("promtool: %s", line)
 	}
 }
+
+// A device whose ports cannot be listed (its directory behind the class
+// link unreadable: a sandbox without the devices grant, or mode 000) is a
+// partial error of rdma_sysfs, not a NIC that silently has no counters; the
+// other devices are still read.
+func TestUnreadablePortsArePartial(t *testing.T) {
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
+	ports := filepath.Join(root, "devices/pci0000:16/0000:16:02.0/0000:17:00.0/infiniband/mlx5_0/ports")
+	if os.Geteuid() == 0 {
+		// root reads through mode 000; a file where the directory should be
+		// fails the listing the same way (any error but "does not exist").
+		if err := os.RemoveAll(ports); err != nil {
+			t.Fatal(err)
+		}
+		write(t, ports, "not a directory\n")
+	} else {
+		if err := os.Chmod(ports, 0); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(ports, 0o755) })
+	}
+	res := sdktest.Run(t, newTestPlugin(newFakeSource(t, fixtureFiles())), sdktest.Options{Sysfs: root})
+	if res.Status != nil {
+		t.Fatalf("scrape failed: %v", res.Status)
+	}
+	if len(res.Errors) != 1 || res.Errors[0].GetCollector() != collectorRDMASysfs || !strings.Contains(res.Errors[0].GetMessage(), "list ports of mlx5_0") {
+		t.Fatalf("errors = %v, want one rdma_sysfs error naming mlx5_0", res.Errors)
+	}
+	if v := series(t, res, "ethtool_collection_errors_total")["collector=rdma_sysfs"]; v != 1 {
+		t.Errorf("ethtool_collection_errors_total{collector=rdma_sysfs} = %v, want 1", v)
+	}
+	if len(series(t, res, "rdma_roce_pfc_pause_frames_total")) != 0 {
+		t.Error("mlx5_0's PFC families without its ports")
+	}
+	if _, ok := series(t, res, "rdma_phy_rx_bits_total")["device=ionic_0,port=1,netdev=enp68s0"]; !ok {
+		t.Errorf("the other devices must still be read: %v", series(t, res, "rdma_phy_rx_bits_total"))
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,18 +25,22 @@ type rdmaPort struct {
 }
 
 // discoverRDMAPorts lists every port of every RDMA device, sorted by device
-// then port number. A missing class/infiniband means "no RDMA devices"; a
-// device whose ports cannot be listed contributes none.
-func discoverRDMAPorts(sysfsRoot string) ([]rdmaPort, error) {
+// then port number. A missing class/infiniband means "no RDMA devices" (err
+// nil), an unreadable one is err. A device without a ports directory has no
+// ports; one whose ports cannot be listed (permission denied: the device
+// directories behind the class links are not readable) contributes none and
+// its error is in devErrs, because its families silently missing would look
+// like a NIC without counters.
+func discoverRDMAPorts(sysfsRoot string) (ports []rdmaPort, devErrs []error, err error) {
 	class := rdmasysfs.Class{Sysfs: sysfsRoot}
 	devs, err := class.Devices()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var ports []rdmaPort
 	for _, dev := range devs {
 		ps, err := class.Ports(dev)
-		if err != nil || len(ps) == 0 {
+		if err != nil {
+			devErrs = append(devErrs, fmt.Errorf("list ports of %s: %w", dev, err))
 			continue
 		}
 		id := class.Identify(dev)
@@ -51,7 +56,7 @@ func discoverRDMAPorts(sysfsRoot string) ([]rdmaPort, error) {
 			})
 		}
 	}
-	return ports, nil
+	return ports, devErrs, nil
 }
 
 var (

@@ -69,7 +69,9 @@ func readIdentity(root, ctrl string) (identity, error) {
 		*a.dst = v
 	}
 	if len(id.Errs) == 6 {
-		return id, fmt.Errorf("%s: no identity attribute readable", dir)
+		// The first cause says why (permission denied: a sandbox without the
+		// devices grant), which "none readable" alone would not.
+		return id, fmt.Errorf("%s: no identity attribute readable: %w", dir, id.Errs[0])
 	}
 	return id, nil
 }

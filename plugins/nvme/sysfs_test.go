@@ -56,3 +56,24 @@ func TestReadIdentityPermissionDenied(t *testing.T) {
 		t.Fatalf("identity %+v err %v", id, err)
 	}
 }
+
+// A controller none of whose attributes can be read is an error that says
+// why (the first attribute's error), not only that none was readable.
+func TestReadIdentityNothingReadableSaysWhy(t *testing.T) {
+	root := sysfsFixture(t, "sysfs")
+	dir := filepath.Join(root, "class/nvme/nvme0")
+	for _, a := range []string{"serial", "model", "firmware_rev", "transport", "state", "address"} {
+		p := filepath.Join(dir, a)
+		if os.Geteuid() == 0 {
+			// root reads mode-000 files: a directory fails the read instead.
+			must(t, os.Remove(p))
+			must(t, os.Mkdir(p, 0o755))
+		} else {
+			must(t, os.Chmod(p, 0))
+		}
+	}
+	_, err := readIdentity(root, "nvme0")
+	if err == nil || !strings.Contains(err.Error(), "no identity attribute readable: ") || !strings.Contains(err.Error(), filepath.Join(dir, "serial")) {
+		t.Fatalf("err = %v, want the first attribute's error wrapped", err)
+	}
+}

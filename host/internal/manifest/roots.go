@@ -159,6 +159,9 @@ func (l *PathList) UnmarshalYAML(n *yaml.Node) error {
 		// with their lines and go on decoding the rest.
 		return &yaml.TypeError{Errors: errs}
 	}
+	if paths == nil {
+		paths = []string{} // "read_only: []" is a statement: grant nothing (Merge overrides with it)
+	}
 	*l = paths
 	return nil
 }

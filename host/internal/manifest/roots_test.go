@@ -95,3 +95,16 @@ func TestUngrantedComparesPlaceholdersAtTheDefaultRoots(t *testing.T) {
 		t.Errorf("Ungranted = %v", got)
 	}
 }
+
+// An empty list in an operator's override takes every grant of its kind
+// away; it must not read as "not set".
+func TestEmptyPathListOverrides(t *testing.T) {
+	o, err := Parse("o.yaml", []byte("paths: {read_only: []}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Merge(&Manifest{Paths: Paths{ReadOnly: PathList{"{sysfs}/class/nvme"}, Devices: PathList{"/dev/nvme*"}}}, o)
+	if m.Paths.ReadOnly == nil || len(m.Paths.ReadOnly) != 0 || len(m.Paths.Devices) != 1 {
+		t.Errorf("merged paths = %+v", m.Paths)
+	}
+}
