@@ -47,10 +47,10 @@ network:
 func TestPlaceholderErrorsNameFileAndLine(t *testing.T) {
 	cases := map[string]string{
 		"paths:\n  read_only:\n    - /sys/devices\n    - \"{sysf}/class\"\n": `m.yaml:4: "{sysf}/class": unknown placeholder {sysf} (known: {sysfs}, {procfs}, {rootfs})`,
-		"paths:\n  devices: [\"{dev}/nvme*\"]\n":                          `m.yaml:2: "{dev}/nvme*": unknown placeholder {dev}`,
-		"paths:\n  read_write: [\"{sysfs}class\"]\n":                       `m.yaml:2: "{sysfs}class": a placeholder must be followed by /`,
-		"paths:\n  read_only: [\"{sysfs\"]\n":                              `m.yaml:2: "{sysfs": unknown placeholder`,
-		"network:\n  unix:\n    - run/x.sock\n":                          `m.yaml:3: "run/x.sock" must be an absolute path or start with one of {sysfs}, {procfs}, {rootfs}`,
+		"paths:\n  devices: [\"{dev}/nvme*\"]\n":                             `m.yaml:2: "{dev}/nvme*": unknown placeholder {dev}`,
+		"paths:\n  read_write: [\"{sysfs}class\"]\n":                         `m.yaml:2: "{sysfs}class": a placeholder must be followed by /`,
+		"paths:\n  read_only: [\"{sysfs\"]\n":                                `m.yaml:2: "{sysfs": unknown placeholder`,
+		"network:\n  unix:\n    - run/x.sock\n":                              `m.yaml:3: "run/x.sock" must be an absolute path or start with one of {sysfs}, {procfs}, {rootfs}`,
 	}
 	for in, want := range cases {
 		_, err := Parse("m.yaml", []byte(in))
