@@ -55,6 +55,7 @@ type flags struct {
 	anyUnixConnect  bool
 	insecurePerms   bool
 	runtimeDir      string
+	readyMinPlugins int
 }
 
 func main() {
@@ -104,6 +105,7 @@ func run(args []string) int {
 	app.Flag("path.rootfs", "Root filesystem mount point, passed to every plugin.").Default("/").StringVar(&f.rootfs)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.metricsPath)
 	app.Flag("web.max-requests", "Maximum number of concurrent scrape requests; 0 disables the limit.").Default("40").IntVar(&f.maxRequests)
+	app.Flag("web.ready-min-plugins", "/ready answers 503 until at least this many plugins run (0: ready once every plugin has started or failed its first start, even with none).").Default("0").IntVar(&f.readyMinPlugins)
 	toolkitFlags := webflag.AddFlags(app, ":9880")
 	logConfig := &promslog.Config{}
 	promslogflag.AddFlags(app, logConfig)
@@ -199,7 +201,7 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, f flags, toolkit
 	go fl.Watch(ctx, hup)
 
 	scraper := scrape.New(fl, filter, f.maxLabelLen, log)
-	handler, err := hostweb.Handler(scraper, fl.Ready, hostweb.Options{MetricsPath: f.metricsPath, MaxRequests: f.maxRequests, Version: version.Info(), WriteTimeout: f.scrapeTimeout}, log)
+	handler, err := hostweb.Handler(scraper, func() error { return fl.Readiness(f.readyMinPlugins) }, hostweb.Options{MetricsPath: f.metricsPath, MaxRequests: f.maxRequests, Version: version.Info(), WriteTimeout: f.scrapeTimeout}, log)
 	if err != nil {
 		log.Error("web", "err", err)
 		return 1

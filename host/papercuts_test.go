@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -110,4 +111,46 @@ func TestBadListenAddressStartsNoPlugin(t *testing.T) {
 			t.Fatalf("%s: a plugin was started before the listen address was found bad:\n%s", addr, out)
 		}
 	}
+}
+
+func TestNoPluginIsWarnedAndCanBeUnready(t *testing.T) {
+	empty := t.TempDir()
+	missing := filepath.Join(empty, "missing")
+	addr := freePort(t)
+	var logs syncBuffer
+	cmd := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+empty, "--plugin.dir="+missing, "--no-plugin.sandbox", "--web.listen-address="+addr, "--web.ready-min-plugins=1")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	h := &host{t: t, url: "http://" + addr}
+	var code int
+	var body []byte
+	h.waitFor(10*time.Second, "/ready to answer", func() bool {
+		resp, err := http.Get(h.url + "/ready")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		code = resp.StatusCode
+		body, _ = io.ReadAll(resp.Body)
+		return true
+	})
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "0 of 0 plugins running") {
+		t.Errorf("/ready with no plugin and --web.ready-min-plugins=1: %d %s", code, body)
+	}
+	h.waitFor(3*time.Second, "a warning naming each directory", func() bool {
+		l := logs.String()
+		return len(linesWith(l, "level=WARN", "plugin directory does not exist", "dir="+missing)) == 1 &&
+			len(linesWith(l, "level=WARN", "holds no plugin", "dir="+empty)) == 1
+	})
+
+	// One running plugin makes it ready; without the flag, none does.
+	ok := startHost(t, []string{"alpha"}, "", "--web.ready-min-plugins=1")
+	resp, err := http.Get(ok.url + "/ready")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/ready with one plugin running: %v %v", resp, err)
+	}
+	resp.Body.Close()
 }

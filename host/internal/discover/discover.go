@@ -58,6 +58,11 @@ type Result struct {
 	Refused  []Refused // sorted by name
 	Shadowed []Shadowed
 	Problems []error // unreadable directories, bad names, unused manifests; never fatal
+	// Missing are directories that do not exist; Empty, directories that
+	// hold no file named like a plugin. Either is usually a wrong
+	// --plugin.dir or a package not installed, and would otherwise look
+	// like a healthy host with nothing to say.
+	Missing, Empty []string
 }
 
 // Scan reads dirs in order; a name found again in a later dir wins, even if
@@ -76,11 +81,14 @@ func Scan(dirs []string) Result {
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			if !os.IsNotExist(err) {
+			if os.IsNotExist(err) {
+				res.Missing = append(res.Missing, dir)
+			} else {
 				res.Problems = append(res.Problems, fmt.Errorf("plugin dir %s: %w", dir, err))
 			}
 			continue
 		}
+		found := false
 		for _, e := range entries {
 			name, ok := strings.CutPrefix(e.Name(), Prefix)
 			if !ok || strings.HasPrefix(e.Name(), ".") {
@@ -93,6 +101,7 @@ func Scan(dirs []string) Result {
 				}
 				continue
 			}
+			found = true
 			if !validName.MatchString(name) {
 				res.Problems = append(res.Problems, fmt.Errorf("plugin %s: name %q must match %s", path, name, validName))
 				continue
@@ -107,6 +116,9 @@ func Scan(dirs []string) Result {
 				res.Shadowed = append(res.Shadowed, Shadowed{Name: name, Path: prev.path, By: path})
 			}
 			byName[name] = c
+		}
+		if !found {
+			res.Empty = append(res.Empty, dir)
 		}
 	}
 	for _, c := range byName {

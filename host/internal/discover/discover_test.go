@@ -172,3 +172,18 @@ func TestIdentityChangesOnReplace(t *testing.T) {
 		t.Fatal("identity did not change after replacing the binary")
 	}
 }
+
+func TestMissingAndEmptyDirectories(t *testing.T) {
+	full, empty, onlyManifest := t.TempDir(), t.TempDir(), t.TempDir()
+	write(t, filepath.Join(full, "plexporter-rdma"), 0o755)
+	write(t, filepath.Join(empty, "README"), 0o644)
+	write(t, filepath.Join(onlyManifest, "plexporter-nvme.yaml"), 0o644)
+	missing := filepath.Join(full, "missing")
+	res := Scan([]string{full, empty, missing, onlyManifest})
+	if len(res.Missing) != 1 || res.Missing[0] != missing {
+		t.Errorf("missing = %v, want [%s]", res.Missing, missing)
+	}
+	if len(res.Empty) != 2 || res.Empty[0] != empty || res.Empty[1] != onlyManifest {
+		t.Errorf("empty = %v, want [%s %s]", res.Empty, empty, onlyManifest)
+	}
+}

@@ -7,6 +7,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -134,6 +135,20 @@ func (f *Fleet) Reconcile() error {
 	scan := discover.Scan(f.opts.Dirs)
 	for _, p := range scan.Problems {
 		f.log.Warn("ignoring a file in a plugin directory", "err", p)
+	}
+	// Said on every scan, once per directory: a wrong --plugin.dir or a
+	// package not installed otherwise looks like a healthy host with
+	// nothing to say. An empty directory beside others that hold plugins is
+	// normal (the operators' own, /etc/plexporter/plugins.d, often is).
+	for _, d := range scan.Missing {
+		f.log.Warn("plugin directory does not exist", "dir", d)
+	}
+	for _, d := range scan.Empty {
+		if len(scan.Plugins)+len(scan.Refused) == 0 {
+			f.log.Warn("plugin directory holds no plugin (plexporter-<name> executable)", "dir", d)
+		} else {
+			f.log.Info("plugin directory holds no plugin", "dir", d)
+		}
 	}
 	for _, s := range scan.Shadowed {
 		f.log.Info("plugin shadowed by a later plugin directory", "plugin", s.Name, "ignored", s.Path, "used", s.By)
@@ -366,19 +381,33 @@ func (f *Fleet) Known() []string {
 
 // Ready reports whether the first scan happened and every plugin has
 // started or failed its first start.
-func (f *Fleet) Ready() bool {
+func (f *Fleet) Ready() bool { return f.Readiness(0) == nil }
+
+// Readiness is nil once the first scan happened, every plugin has started
+// or failed its first start, and at least minRunning plugins run; else it
+// says what is missing.
+func (f *Fleet) Readiness(minRunning int) error {
 	f.mu.Lock()
 	scanned := f.scanned
 	f.mu.Unlock()
 	if !scanned {
-		return false
+		return errors.New("plugin directories not scanned yet")
 	}
-	for _, s := range f.Supervisors() {
-		if !s.Status().Started {
-			return false
+	sups := f.Supervisors()
+	running := 0
+	for _, s := range sups {
+		st := s.Status()
+		if !st.Started {
+			return fmt.Errorf("plugin %s is still starting", st.Name)
+		}
+		if st.Up() {
+			running++
 		}
 	}
-	return true
+	if running < minRunning {
+		return fmt.Errorf("%d of %d plugins running, fewer than --web.ready-min-plugins=%d", running, len(sups), minRunning)
+	}
+	return nil
 }
 
 // StopAll stops every plugin, in parallel, after a Reconcile under way;

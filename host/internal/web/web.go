@@ -49,8 +49,9 @@ type Scraper interface {
 	Plugins() []string
 }
 
-// Handler returns the host's HTTP handler.
-func Handler(s Scraper, ready func() bool, opts Options, log *slog.Logger) (http.Handler, error) {
+// Handler returns the host's HTTP handler. ready is nil when the host is
+// ready, else why not (/ready answers 503 with it).
+func Handler(s Scraper, ready func() error, opts Options, log *slog.Logger) (http.Handler, error) {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
@@ -60,8 +61,8 @@ func Handler(s Scraper, ready func() bool, opts Options, log *slog.Logger) (http
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready() {
-			http.Error(w, "plugins are still starting\n", http.StatusServiceUnavailable)
+		if err := ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))

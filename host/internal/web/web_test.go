@@ -66,7 +66,7 @@ func TestSelectionSets(t *testing.T) {
 }
 
 func TestLandingPageLinksOnlyWhatIsServed(t *testing.T) {
-	h, err := Handler(nil, func() bool { return true }, Options{MetricsPath: "/metrics"}, slog.New(slog.DiscardHandler))
+	h, err := Handler(nil, func() error { return nil }, Options{MetricsPath: "/metrics"}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func (f *fakeScraper) Plugins() []string { return f.plugins }
 
 func TestUnknownPluginInSelectionIs400(t *testing.T) {
 	s := &fakeScraper{plugins: []string{"nfs", "rdma"}}
-	h, err := Handler(s, func() bool { return true }, Options{MetricsPath: "/metrics"}, slog.New(slog.DiscardHandler))
+	h, err := Handler(s, func() error { return nil }, Options{MetricsPath: "/metrics"}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
