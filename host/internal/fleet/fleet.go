@@ -23,6 +23,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/manifest"
+	"github.com/plexporter/plexporter/host/internal/sandbox"
 	"github.com/plexporter/plexporter/host/internal/supervise"
 	"github.com/plexporter/plexporter/host/internal/trust"
 )
@@ -313,7 +314,13 @@ func (f *Fleet) settings(p discover.Plugin, pc config.Plugin, loc config.Locatio
 	if err != nil {
 		return s, nil, err
 	}
-	return f.confine(p, s)
+	s, warns, err := f.confine(p, s)
+	if p.Manifest == "" && pc.Manifest == nil && f.opts.Sandbox {
+		// Logged once (Reconcile): the plugin runs, but a plugin that reads
+		// anything fails in ways that do not say "write a manifest".
+		warns = append([]string{fmt.Sprintf("plugin has no manifest (%s%s beside %s): it runs in the default sandbox, which grants nothing: the %s user (else nobody), no capability, no path, no device, no network, no environment variable", p.Path, discover.ManifestSuffix, p.Path, sandbox.DefaultUser)}, warns...)
+	}
+	return s, warns, err
 }
 
 // Status is what the fleet knows about one supervised plugin, for

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/plexporter/plexporter/host/internal/config"
+	"github.com/plexporter/plexporter/host/internal/discover"
+	"github.com/plexporter/plexporter/host/internal/manifest"
 )
 
 // reconcileRefusals reconciles a fleet over dir in which no plugin can start,
@@ -167,3 +171,26 @@ func TestUntrustedFilesAreRefused(t *testing.T) {
 }
 
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }
+
+func TestPluginWithoutManifestIsWarnedAboutUnderTheSandbox(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "plexporter-demo")
+	must(t, os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755))
+	p := discover.Plugin{Name: "demo", Path: bin, Target: bin}
+	for _, sandboxed := range []bool{true, false} {
+		f := New(Options{Sandbox: sandboxed, InsecurePermissions: true}, slog.New(slog.DiscardHandler))
+		_, warns, _ := f.settings(p, config.Plugin{}, config.Location{})
+		got := strings.Join(warns, "\n")
+		if want := "plugin has no manifest (" + bin + ".yaml"; sandboxed != strings.Contains(got, want) {
+			t.Errorf("sandbox %v: warnings %q; want the no-manifest warning only under the sandbox", sandboxed, got)
+		}
+		if sandboxed && !strings.Contains(got, "default sandbox, which grants nothing") {
+			t.Errorf("the warning must say what the default sandbox is: %q", got)
+		}
+		// With a manifest, or an override in the config file, no warning.
+		_, warns, _ = f.settings(p, config.Plugin{Manifest: &manifest.Manifest{}}, config.Location{})
+		if strings.Contains(strings.Join(warns, "\n"), "no manifest") {
+			t.Errorf("sandbox %v: a config file override is a manifest: %q", sandboxed, warns)
+		}
+	}
+}
