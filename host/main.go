@@ -201,7 +201,7 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, f flags, toolkit
 	go fl.Watch(ctx, hup)
 
 	scraper := scrape.New(fl, filter, f.maxLabelLen, log)
-	handler, err := hostweb.Handler(scraper, func() error { return fl.Readiness(f.readyMinPlugins) }, hostweb.Options{MetricsPath: f.metricsPath, MaxRequests: f.maxRequests, Version: version.Info(), WriteTimeout: f.scrapeTimeout}, log)
+	handler, err := hostweb.Handler(scraper, func() error { return fl.Readiness(f.readyMinPlugins) }, hostweb.Options{MetricsPath: f.metricsPath, MaxRequests: f.maxRequests, Version: version.Info(), WriteTimeout: f.scrapeTimeout, Reload: func() error { return fl.Rescan("POST /-/reload") }}, log)
 	if err != nil {
 		log.Error("web", "err", err)
 		return 1

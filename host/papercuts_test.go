@@ -154,3 +154,46 @@ func TestNoPluginIsWarnedAndCanBeUnready(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+func TestReloadEndpointAndStatusMetrics(t *testing.T) {
+	h := startHost(t, []string{"alpha"}, "  alpha: {config: {series: 1}}\n")
+	post := func() (int, string) {
+		resp, err := http.Post(h.url+"/-/reload", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	_, mfs := h.scrape("")
+	started := value(mfs, "plexporter_config_last_reload_success_timestamp_seconds")
+	if value(mfs, "plexporter_config_last_reload_successful") != 1 || started <= 0 {
+		t.Fatalf("after start: successful %v, timestamp %v", value(mfs, "plexporter_config_last_reload_successful"), started)
+	}
+	resp, err := http.Get(h.url + "/-/reload")
+	if err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("GET /-/reload: %v %v; want 405", resp, err)
+	}
+	resp.Body.Close()
+
+	h.writeConfig("  alpha: {config: {series: 1}, timout: 1s}\n")
+	if code, body := post(); code != http.StatusInternalServerError || !strings.Contains(body, `unknown key "timout"`) {
+		t.Fatalf("broken config: %d %s; want 500 with the error", code, body)
+	}
+	_, mfs = h.scrape("")
+	if value(mfs, "plexporter_config_last_reload_successful") != 0 || value(mfs, "plexporter_config_last_reload_success_timestamp_seconds") != started || value(mfs, "plexporter_plugin_up", "plugin", "alpha") != 1 {
+		t.Fatalf("after a failed reload: successful %v (want 0), timestamp %v (want %v, the last success), alpha up %v",
+			value(mfs, "plexporter_config_last_reload_successful"), value(mfs, "plexporter_config_last_reload_success_timestamp_seconds"), started, value(mfs, "plexporter_plugin_up", "plugin", "alpha"))
+	}
+
+	h.writeConfig("  alpha: {config: {series: 3}}\n")
+	if code, body := post(); code != 200 {
+		t.Fatalf("fixed config: %d %s", code, body)
+	}
+	_, mfs = h.scrape("")
+	if value(mfs, "plexporter_config_last_reload_successful") != 1 || value(mfs, "plexporter_config_last_reload_success_timestamp_seconds") <= started || count(mfs, "chaos_value", "plugin", "alpha") != 3 {
+		t.Fatalf("after a good reload: successful %v, timestamp %v (started %v), %d alpha series (want 3: the new settings)",
+			value(mfs, "plexporter_config_last_reload_successful"), value(mfs, "plexporter_config_last_reload_success_timestamp_seconds"), started, count(mfs, "chaos_value", "plugin", "alpha"))
+	}
+}

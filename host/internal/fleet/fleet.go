@@ -77,6 +77,41 @@ type Fleet struct {
 	scanned  bool
 	stopped  bool
 	warned   map[string]bool
+	reload   Reload
+}
+
+// Reload is the outcome of the last reading of the config file and the
+// plugin directories (start, SIGHUP, POST /-/reload, a directory change).
+type Reload struct {
+	Successful  bool
+	LastSuccess time.Time // zero before the first success
+}
+
+func (f *Fleet) recordReload(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reload.Successful = err == nil
+	if err == nil {
+		f.reload.LastSuccess = time.Now()
+	}
+}
+
+// LastReload returns the outcome of the last reload.
+func (f *Fleet) LastReload() Reload {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reload
+}
+
+// Rescan reloads now, as SIGHUP does, logging why; a broken config file
+// keeps the running plugins and is returned.
+func (f *Fleet) Rescan(why string) error {
+	f.log.Info("rescanning plugins", "reason", why)
+	err := f.Reconcile()
+	if err != nil {
+		f.log.Error("rescan failed; keeping the running plugins", "err", err)
+	}
+	return err
 }
 
 // rejection remembers settings a plugin rejected on a rescan while its
@@ -130,6 +165,7 @@ func (f *Fleet) Reconcile() error {
 	f.reconciling.Lock()
 	defer f.reconciling.Unlock()
 	cfg, err := config.Load(f.opts.ConfigFile, f.trust)
+	f.recordReload(err)
 	if err != nil {
 		return err
 	}
@@ -449,12 +485,7 @@ func (f *Fleet) Watch(ctx context.Context, hup <-chan os.Signal) {
 		events, errs = w.Events, w.Errors
 	}
 	var debounce <-chan time.Time
-	reconcile := func(why string) {
-		f.log.Info("rescanning plugins", "reason", why)
-		if err := f.Reconcile(); err != nil {
-			f.log.Error("rescan failed; keeping the running plugins", "err", err)
-		}
-	}
+	reconcile := func(why string) { _ = f.Rescan(why) }
 	for {
 		select {
 		case <-ctx.Done():

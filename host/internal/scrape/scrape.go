@@ -192,7 +192,7 @@ func (s *Scraper) merge(r *round, got []bool, m *sharedMerge) {
 // scrape waited for each plugin and got from it, and the totals of the
 // merge it shares.
 func (s *Scraper) report(r *round, got []bool, m *sharedMerge, arrived, left time.Time) *report {
-	rep := &report{statuses: s.fleet.Statuses(), refused: s.fleet.Refused(), scraped: make(map[string]scrapeResult, len(r.picked)), dropped: m.dropped, errors: m.errors}
+	rep := &report{statuses: s.fleet.Statuses(), refused: s.fleet.Refused(), reload: s.fleet.LastReload(), scraped: make(map[string]scrapeResult, len(r.picked)), dropped: m.dropped, errors: m.errors}
 	for i, sup := range r.picked {
 		name := sup.Plugin().Name
 		res := scrapeResult{seconds: r.waited(i, got[i], arrived, left).Seconds()}

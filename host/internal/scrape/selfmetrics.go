@@ -57,6 +57,7 @@ type report struct {
 	scraped  map[string]scrapeResult
 	dropped  map[merge.DropKey]float64
 	errors   map[[2]string]float64
+	reload   fleet.Reload
 }
 
 type scrapeResult struct {
@@ -77,11 +78,14 @@ var (
 	descSeries        = prometheus.NewDesc("plexporter_plugin_series", "Series the plugin contributed to this scrape after the guard.", []string{"plugin"}, nil)
 	descDropped       = prometheus.NewDesc("plexporter_dropped_series_total", "Series dropped by the guard, by plugin and reason (malformed, invalid_name, label_limit, invalid_label_value, invalid_histogram, invalid_summary, conflict, name_collision, duplicate, series_limit; see the README).", []string{"plugin", "reason"}, nil)
 	descErrors        = prometheus.NewDesc("plexporter_plugin_collect_errors_total", "Partial failures the plugin reported, by the part that failed.", []string{"plugin", "collector"}, nil)
-	descRefused       = prometheus.NewDesc("plexporter_plugin_refused", "1 for a plugin that was found but not run (bad manifest, checksum mismatch, ...); the reason is in the log and in `plexporter plugins`.", []string{"plugin"}, nil)
+	// Prometheus's own names for the same thing, so the same alerts work.
+	descReloadOK = prometheus.NewDesc("plexporter_config_last_reload_successful", "1 if the last reading of the config file (at start, SIGHUP, POST /-/reload or a plugin directory change) succeeded; 0 if it failed and the running plugins keep their settings.", nil, nil)
+	descReloadAt = prometheus.NewDesc("plexporter_config_last_reload_success_timestamp_seconds", "When the config file was last read successfully (seconds since the epoch).", nil, nil)
+	descRefused  = prometheus.NewDesc("plexporter_plugin_refused", "1 for a plugin that was found but not run (bad manifest, checksum mismatch, ...); the reason is in the log and in `plexporter plugins`.", []string{"plugin"}, nil)
 )
 
 func (r *report) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInfo, descUp, descMisconfigured, descSandboxed, descRestarts, descNextStart, descDuration, descSuccess, descSeries, descDropped, descErrors, descRefused} {
+	for _, d := range []*prometheus.Desc{descInfo, descUp, descMisconfigured, descSandboxed, descRestarts, descNextStart, descDuration, descSuccess, descSeries, descDropped, descErrors, descRefused, descReloadOK, descReloadAt} {
 		ch <- d
 	}
 }
@@ -110,6 +114,10 @@ func (r *report) Collect(ch chan<- prometheus.Metric) {
 	for _, ref := range r.refused {
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0, ref.Plugin.Name)
 		ch <- prometheus.MustNewConstMetric(descRefused, prometheus.GaugeValue, 1, ref.Plugin.Name)
+	}
+	ch <- prometheus.MustNewConstMetric(descReloadOK, prometheus.GaugeValue, b2f(r.reload.Successful))
+	if !r.reload.LastSuccess.IsZero() {
+		ch <- prometheus.MustNewConstMetric(descReloadAt, prometheus.GaugeValue, float64(r.reload.LastSuccess.UnixNano())/1e9)
 	}
 	for k, v := range r.dropped {
 		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, v, k.Plugin, k.Reason)

@@ -36,6 +36,9 @@ type Options struct {
 	// it, instead of holding it for as long as it keeps the connection open.
 	// Prometheus's own scrape timeout, when it sends one, wins.
 	WriteTimeout time.Duration
+	// Reload, when set, is served as POST /-/reload: what SIGHUP does,
+	// answered 200, or 500 with its error.
+	Reload func() error
 }
 
 // DefaultWriteTimeout is the write budget when Options leave it unset.
@@ -67,6 +70,20 @@ func Handler(s Scraper, ready func() error, opts Options, log *slog.Logger) (htt
 		}
 		w.Write([]byte("ready\n"))
 	})
+	if opts.Reload != nil {
+		mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost && r.Method != http.MethodPut {
+				w.Header().Set("Allow", "POST, PUT")
+				http.Error(w, "reload with POST", http.StatusMethodNotAllowed)
+				return
+			}
+			if err := opts.Reload(); err != nil {
+				http.Error(w, "reload failed; the running plugins keep their settings: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Write([]byte("reloaded\n"))
+		})
+	}
 	if opts.MetricsPath != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        "plexporter",

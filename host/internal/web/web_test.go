@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -124,5 +125,29 @@ func TestUnknownPluginInSelectionIs400(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics?collect[]=rdma&exclude[]=nfs", nil))
 	if rec.Code != 200 || len(s.got) != 1 || !s.got[0].Include["rdma"] || !s.got[0].Exclude["nfs"] {
 		t.Errorf("a good selection: %d, scraped %v", rec.Code, s.got)
+	}
+}
+
+func TestReloadEndpoint(t *testing.T) {
+	var calls int
+	var fail error
+	h, err := Handler(&fakeScraper{}, func() error { return nil }, Options{MetricsPath: "/metrics", Reload: func() error { calls++; return fail }}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, "/-/reload", nil))
+		return rec
+	}
+	if rec := do("GET"); rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") == "" || calls != 0 {
+		t.Errorf("GET: %d Allow=%q, %d reloads; want 405 and none", rec.Code, rec.Header().Get("Allow"), calls)
+	}
+	if rec := do("POST"); rec.Code != 200 || calls != 1 {
+		t.Errorf("POST: %d, %d reloads", rec.Code, calls)
+	}
+	fail = errors.New("plexporter.yml:3: unknown key")
+	if rec := do("POST"); rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "plexporter.yml:3: unknown key") {
+		t.Errorf("failed reload: %d %q; want 500 with the error", rec.Code, rec.Body.String())
 	}
 }
