@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -136,7 +137,7 @@ func Load(path string, policy trust.Policy) (*File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
-		return nil, manifest.YAMLError(path, err)
+		return nil, withBlockHint(manifest.YAMLError(path, err))
 	}
 	f.lines = configLines(data)
 	for name, p := range f.Plugins {
@@ -157,6 +158,17 @@ func Load(path string, policy trust.Policy) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// withBlockHint explains the line of a "did not find expected ..." syntax
+// error: yaml.v3 reports it at the line where the enclosing block (mapping
+// or sequence) starts, not where the mistake is, and keeps the position of
+// the mistake to itself (no API gives it).
+func withBlockHint(err error) error {
+	if !strings.Contains(err.Error(), ": did not find expected ") {
+		return err
+	}
+	return fmt.Errorf("%w (the line is where the enclosing block starts: the mistake is at or below it, often a key indented differently from the ones before it)", err)
 }
 
 // DurationHint ends every error about a duration, flags' and the config

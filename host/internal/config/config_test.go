@@ -147,3 +147,15 @@ func TestBadTimeoutShowsAGoodOne(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestBlockSyntaxErrorSaysWhereToLook(t *testing.T) {
+	// The mistake is on line 4; yaml.v3 reports line 1, where the block starts.
+	_, err := Load(writeFile(t, "plugins:\n  rdma:\n    enabled: true\n   timeout: 1s\n"), trust.Policy{})
+	if err == nil || !strings.Contains(err.Error(), "plexporter.yml:1:") || !strings.Contains(err.Error(), "at or below it") {
+		t.Fatalf("%v; want the reported line and where the mistake really is", err)
+	}
+	_, err = Load(writeFile(t, "plugins:\n  rdma:\n    a: b: c\n"), trust.Policy{})
+	if err == nil || strings.Contains(err.Error(), "at or below") {
+		t.Fatalf("%v: an error at its own line needs no hint", err)
+	}
+}
