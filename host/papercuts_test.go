@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
 func TestVersionGoesToStdout(t *testing.T) {
@@ -195,5 +197,21 @@ func TestReloadEndpointAndStatusMetrics(t *testing.T) {
 	if value(mfs, "plexporter_config_last_reload_successful") != 1 || value(mfs, "plexporter_config_last_reload_success_timestamp_seconds") <= started || count(mfs, "chaos_value", "plugin", "alpha") != 3 {
 		t.Fatalf("after a good reload: successful %v, timestamp %v (started %v), %d alpha series (want 3: the new settings)",
 			value(mfs, "plexporter_config_last_reload_successful"), value(mfs, "plexporter_config_last_reload_success_timestamp_seconds"), started, count(mfs, "chaos_value", "plugin", "alpha"))
+	}
+}
+
+// The host's own output, alone and with a plugin, passes `promtool check
+// metrics` without a single finding (lint warnings included, which
+// sdktest.Promtool leaves to the caller).
+func TestStockOutputHasNoPromtoolFinding(t *testing.T) {
+	bin := sdktest.PromtoolBinary(t)
+	for name, plugins := range map[string][]string{"no plugin": nil, "chaos plugin": {"alpha"}} {
+		h := startHost(t, plugins, "")
+		text, _ := h.scrape("")
+		cmd := exec.Command(bin, "check", "metrics")
+		cmd.Stdin = strings.NewReader(text)
+		if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) != 0 {
+			t.Errorf("%s: promtool check metrics: %v\n%s", name, err, out)
+		}
 	}
 }
