@@ -24,7 +24,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Revision=$(REVISION) \
             -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build run test unit lint cross proto proto-check tools bench clean package image-rootfs
+.PHONY: all build run demo test unit lint cross proto proto-check tools bench clean package image-rootfs
 
 all: build
 
@@ -41,6 +41,23 @@ build:
 ## run: build, then serve on $(LISTEN) with the shipped plugins
 run: build
 	./$(BIN)/plexporter --plugin.dir=./$(BIN)/plugins --web.listen-address=$(LISTEN) $(RUN_ARGS)
+
+## demo: the host and every shipped plugin, each in its manifest's sandbox
+##       (as root; unsandboxed otherwise), over one node built from the
+##       plugins' fixtures (internal/demo), serving on $(LISTEN). The demo
+##       plugins are built with -tags demo: they replay the captured answers
+##       of the hardware the fixtures describe (ethtool and NVMe ioctls, RDMA
+##       netlink) instead of asking this machine's kernel
+DEMO := $(BIN)/demo
+demo: build
+	@mkdir -p $(DEMO)/plugins
+	@set -e; for p in $(PLUGINS); do \
+		$(GO) build -tags demo -ldflags '$(LDFLAGS)' -o $(DEMO)/plugins/plexporter-$$p ./plugins/$$p; \
+		cp plugins/$$p/plexporter-$$p.yaml $(DEMO)/plugins/; \
+	done
+	$(GO) run ./internal/demo -dir $(DEMO)
+	@[ "$$(id -u)" = 0 ] || echo "demo: not root, so the plugins run unsandboxed as you (as root, each runs in its manifest's sandbox)"
+	./$(BIN)/plexporter --plugin.dir=./$(DEMO)/plugins $$(cat $(DEMO)/flags) --web.listen-address=$(LISTEN) $(RUN_ARGS)
 
 ## test: everything CI checks
 test: lint cross proto-check unit

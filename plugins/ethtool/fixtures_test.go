@@ -1,38 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 )
-
-// parseEthtoolText parses `ethtool -S` output (optional "NIC statistics:"
-// header, then "name: value" lines) into the table the ioctl would return.
-func parseEthtoolText(text string) (*driverStats, error) {
-	st := &driverStats{}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasSuffix(line, "statistics:") {
-			continue
-		}
-		i := strings.LastIndex(line, ": ")
-		if i < 0 {
-			return nil, fmt.Errorf("line %q: no \": \"", line)
-		}
-		v, err := strconv.ParseUint(line[i+2:], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("line %q: %w", line, err)
-		}
-		st.Names = append(st.Names, line[:i])
-		st.Values = append(st.Values, v)
-	}
-	return st, sc.Err()
-}
 
 // fakeSource serves fixture tables behind the interface the ioctl source
 // implements. Netdevs it does not know have no statistics (like a bridge).

@@ -1,3 +1,5 @@
+//go:build !demo
+
 // Command plexporter-ethtool exports NIC hardware counters read through the
 // SIOCETHTOOL ioctl: rdma_exporter-compatible families for the netdevs of
 // RDMA Ethernet ports, and (opt-in) every driver statistic of selected NICs;

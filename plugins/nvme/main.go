@@ -1,3 +1,5 @@
+//go:build !demo
+
 // Command plexporter-nvme is the plexporter plugin for NVMe controllers:
 // identity from sysfs on every scrape, and the SMART/Health log read in the
 // background through the admin passthrough ioctl. See README.md.

@@ -39,6 +39,20 @@ var ProcfsFiles = map[string]string{
 	"net/tcp6":   "plugins/nfs/testdata/tcp6-synthetic",
 }
 
+// Config is the demo's config file (--config.file): the shipped plugins'
+// defaults, plus the sources the demo has data for that are off by default.
+const Config = `# make demo: every shipped plugin over the fixtures of internal/demo/demotree.
+plugins:
+  rdma:
+    config:
+      # The recorded mlx5_0 port counts QPs in "auto, by type" mode.
+      qp_counters: true
+  ethtool:
+    config:
+      # Every driver statistic of the captured NICs, beside the rdma_* families.
+      driver_stats: true
+`
+
 // Tree is a built tree: the roots to pass as --path.sysfs and --path.procfs.
 type Tree struct {
 	Root, Sysfs, Procfs string

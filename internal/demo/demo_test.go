@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/plexporter/plexporter/internal/demo/demotest"
+)
+
+// make demo serves every shipped plugin's series, read from the fixtures,
+// without an error; as root each plugin is in its sandbox.
+func TestDemoServesEveryPlugin(t *testing.T) {
+	h := demotest.Start(t, "../..")
+	h.Get(t, "/metrics") // a first scrape, so counters exist
+	body := h.Get(t, "/metrics")
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perPlugin := func(family, plugin string) (float64, bool) {
+		for _, m := range mfs[family].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "plugin" && l.GetValue() == plugin {
+					return m.GetGauge().GetValue(), true
+				}
+			}
+		}
+		return 0, false
+	}
+	sandboxed := 0.0
+	if os.Geteuid() == 0 {
+		sandboxed = 1
+	}
+	for _, p := range h.Plugins {
+		if v, _ := perPlugin("plexporter_plugin_up", p); v != 1 {
+			t.Errorf("%s is not up", p)
+		}
+		if v, ok := perPlugin("plexporter_plugin_sandboxed", p); !ok || v != sandboxed {
+			t.Errorf("%s: plexporter_plugin_sandboxed = %v, want %v", p, v, sandboxed)
+		}
+	}
+	if errs := mfs["plexporter_plugin_collect_errors_total"]; errs != nil {
+		t.Errorf("the demo's plugins report errors: %v", errs.GetMetric())
+	}
+	// A family from each source the demo has data for.
+	for _, family := range []string{
+		"rdma_port_rcv_data_total", "rdma_port_info", "rdma_np_cnp_sent_total", // rdma: sysfs
+		"rdma_cc_rx_ce_pkts_total", "rdma_optional_counter_enabled", "rdma_qp_rx_write_requests_total", // rdma: netlink
+		"rdma_roce_pfc_pause_frames_total", "rdma_pcie_outbound_stalled_percent", "rdma_phy_rx_corrected_bits_total", // ethtool: ioctl
+		"ethtool_driver_stat_total",
+		"nfs_rpc_count_total", "nfs_xprt_tcp_state", "nfs_server_connections", // nfs: mountstats, tcp
+		"nvme_info", "nvme_temperature_celsius", "nvme_percentage_used", // nvme: sysfs, SMART
+	} {
+		if len(mfs[family].GetMetric()) == 0 {
+			t.Errorf("the demo serves no %s", family)
+		}
+	}
+	if t.Failed() {
+		t.Logf("exposition:\n%s", body)
+	}
+}
+
+// go run ./internal/demo lays the node out and writes the host's flags.
+func TestRunWritesTreeConfigAndFlags(t *testing.T) {
+	dir := t.TempDir()
+	for range 2 { // a second run replaces the node
+		if err := run(dir, "../.."); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flags, err := os.ReadFile(filepath.Join(dir, "flags"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--path.sysfs=" + filepath.Join(dir, "node", "sys"), "--path.procfs=" + filepath.Join(dir, "node", "proc"), "--config.file=" + filepath.Join(dir, "plexporter.yml")} {
+		if !strings.Contains(string(flags), want) {
+			t.Errorf("flags %q lack %q", flags, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node", "sys", "class", "infiniband")); err != nil {
+		t.Error(err)
+	}
+}
