@@ -102,9 +102,20 @@ bench: build
 proto: tools
 	PATH=$(TOOLS):$$PATH $(TOOLS)/buf generate
 
-## proto-check: buf lint, and fail if the committed generated code is stale
+## proto-check: buf lint; buf breaking against every released protocol in
+##              proto/baseline (the wire rules of buf.yaml); and fail if the
+##              committed generated code is stale
 proto-check: tools
 	PATH=$(TOOLS):$$PATH $(TOOLS)/buf lint
+	@set -e; ls proto/baseline/*.binpb >/dev/null 2>&1 || \
+		{ echo "no protocol baseline in proto/baseline (proto/baseline/README.md)"; exit 1; }; \
+	for b in proto/baseline/*.binpb; do \
+		if ! PATH=$(TOOLS):$$PATH $(TOOLS)/buf breaking --against $$b; then \
+			echo "proto/ breaks the wire protocol of the release in $$b: a v1 change keeps field numbers, wire types and RPCs (docs/plugin-protocol.md, Versioning); anything else is a plexporter.plugin.v2 package"; \
+			exit 1; \
+		fi; \
+		echo "wire-compatible with $$b"; \
+	done
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 		PATH=$(TOOLS):$$PATH $(TOOLS)/buf generate -o $$tmp && \
 		if ! diff -r $$tmp/proto/plexporter proto/plexporter -x '*.proto' >/dev/null; then \
