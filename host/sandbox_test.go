@@ -492,7 +492,7 @@ func TestSandboxDeniesNetwork(t *testing.T) {
 	tcpPort, hostPort := out.tcp.(*net.TCPAddr).Port, hostAddr[strings.LastIndexByte(hostAddr, ':')+1:]
 	// The host's self-metrics only: a selection with the probe in it would
 	// wait for the very collect that asks.
-	cfg := fmt.Sprintf("{config: {tcp: %q, udp: %q, unix: %q, http: %q}}", out.tcp, out.udp, out.unix, "http://"+hostAddr+"/metrics?collect[]=none")
+	cfg := fmt.Sprintf("{config: {tcp: %q, udp: %q, unix: %q, http: %q}}", out.tcp, out.udp, out.unix, "http://"+hostAddr+"/healthz")
 	st.install(t, "probe", st.probeManifest(""))
 	st.install(t, "granted", st.probeManifest(fmt.Sprintf("network: {unix: [%s], inet: {tcp_connect: [%d, %s], udp: true}}\n", out.unix, tcpPort, hostPort)))
 	st.install(t, "otherport", st.probeManifest("network: {inet: {tcp_connect: [9]}}\n"))
