@@ -63,9 +63,11 @@ func newProcessRunner(cmd *exec.Cmd, name, plugin, socketDir string) (*processRu
 	if r.stdout, err = cmd.StdoutPipe(); err != nil {
 		return nil, err
 	}
-	if r.stderr, err = cmd.StderrPipe(); err != nil {
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
 		return nil, err
 	}
+	r.stderr = sanitizeLogs(stderr)
 	return r, nil
 }
 
@@ -129,6 +131,9 @@ func (r *processRunner) Kill(context.Context) error {
 }
 
 func (r *processRunner) Stdout() io.ReadCloser { return r.stdout }
+
+// Stderr is the plugin's log stream as go-plugin will parse it, made safe
+// for its parser first (sanitizeLogs).
 func (r *processRunner) Stderr() io.ReadCloser { return r.stderr }
 func (r *processRunner) Name() string          { return r.name }
 func (r *processRunner) Diagnose(context.Context) string {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/plexporter/plexporter/sdk"
@@ -35,6 +36,7 @@ type config struct {
 	PIDFile       string   `json:"pid_file"`        // write "pid childpid" here at Configure
 	DaemonPIDFile string   `json:"daemon_pid_file"` // start a daemon (setsid, double fork) that writes its pid here
 	CloseFile     string   `json:"close_file"`      // write "closed" here when the SDK calls Close
+	StderrLine    string   `json:"stderr_line"`     // write this line to stderr at Configure (a hostile log line)
 	Warnings      []string `json:"warnings"`        // remarks for the host, through sdk.Config.Warn
 	LogAs         string   `json:"log_as"`          // log a line at Configure that claims plugin=<this>
 	ExitAfter     string   `json:"exit_after"`      // exit (status 3) this long after Configure: a crash loop
@@ -126,6 +128,11 @@ func (c *chaos) Configure(_ context.Context, cfg sdk.Config) error {
 		if err := exec.Command("/bin/sh", "-c", script).Run(); err != nil {
 			return err
 		}
+	}
+	if c.cfg.StderrLine != "" {
+		// fd 2 itself, the log stream the host parses: go-plugin points
+		// os.Stderr at its stdio relay.
+		syscall.Write(2, []byte(c.cfg.StderrLine+"\n"))
 	}
 	if c.cfg.PIDFile != "" {
 		if err := os.WriteFile(c.cfg.PIDFile, []byte(fmt.Sprintf("%d %d\n", os.Getpid(), child)), 0o644); err != nil {
