@@ -246,10 +246,20 @@ func (s *Scraper) guardHost(mfs []*dto.MetricFamily, filter *metricfilter.Filter
 	return merge.Merge([]merge.Input{{Plugin: "plexporter", Batches: rec.Batches}}, opts).Families
 }
 
+// maxLogged bounds the set of causes already logged: causes and error
+// messages come from plugins, and a plugin inventing a new message on every
+// scrape must not grow the host without end. When it is full it is
+// forgotten, so a cause may be logged again — bounded repetition instead of
+// unbounded memory.
+const maxLogged = 4096
+
 // logOnce logs each distinct drop cause and plugin error once per process.
 func (s *Scraper) logOnce(names []string, results []*supervise.Collection, res *merge.Result) {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
+	if len(s.logged) >= maxLogged {
+		clear(s.logged)
+	}
 	for k, cause := range res.Causes {
 		key := k.Plugin + "\x00" + k.Reason + "\x00" + cause
 		if !s.logged[key] {

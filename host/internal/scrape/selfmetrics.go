@@ -26,13 +26,38 @@ func newCounters() *counters {
 	return &counters{dropped: map[merge.DropKey]float64{}, errors: map[[2]string]float64{}}
 }
 
+// maxCollectors bounds the distinct collector label values one plugin can
+// create in plexporter_plugin_collect_errors_total: the names come from the
+// plugin, and a counter series lives as long as the host, so a plugin
+// naming a new collector in every error would grow the host without end.
+// Errors of further collectors are counted under OverflowCollector.
+const maxCollectors = 64
+
+// OverflowCollector is the collector label of errors beyond maxCollectors.
+const OverflowCollector = "_other_collectors"
+
 // addErrors counts the partial errors of one plugin's answer.
 func (c *counters) addErrors(plugin string, errs []*pluginv1.CollectError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range errs {
-		c.errors[[2]string{plugin, e.Collector}]++
+		k := [2]string{plugin, e.Collector}
+		if _, seen := c.errors[k]; !seen && c.collectors(plugin) >= maxCollectors {
+			k[1] = OverflowCollector
+		}
+		c.errors[k]++
 	}
+}
+
+// collectors is the number of collector series a plugin has.
+func (c *counters) collectors(plugin string) int {
+	n := 0
+	for k := range c.errors {
+		if k[0] == plugin {
+			n++
+		}
+	}
+	return n
 }
 
 // addDrops counts one merge's drops and returns a copy of the totals, the
