@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +21,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/plexporter/plexporter/internal/syncbuf"
 )
 
 const installedUnit = "/usr/lib/systemd/system/plexporter.service"
@@ -234,25 +235,8 @@ func checkUser(t *testing.T) {
 type host struct {
 	cmd  *exec.Cmd
 	url  string
-	log  *syncBuffer
+	log  *syncbuf.Buffer
 	done chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startAsUnit starts the installed host the way systemd would start the
@@ -326,7 +310,7 @@ func tryStartAsUnit(t *testing.T, u unit, caps []string) (*host, error) {
 	args = append(append(args, setpriv,
 		"--bounding-set=-all"+prefixComma(strings.Join(bounding, ",")),
 		"--inh-caps=-all", "--no-new-privs", "--"), argv...)
-	h := &host{cmd: exec.Command(self, args...), url: "http://" + addr, log: &syncBuffer{}, done: make(chan struct{})}
+	h := &host{cmd: exec.Command(self, args...), url: "http://" + addr, log: &syncbuf.Buffer{}, done: make(chan struct{})}
 	for k, v := range env {
 		h.cmd.Env = append(h.cmd.Env, k+"="+v)
 	}

@@ -30,6 +30,8 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 	"kernel.org/pub/linux/libs/security/libcap/cap"
+
+	"github.com/plexporter/plexporter/internal/syncbuf"
 )
 
 // podInitEnv carries a podInit (JSON) to the test binary re-executed as a
@@ -200,7 +202,7 @@ type podSpec struct {
 
 type pod struct {
 	url  string
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 }
 
 // podAddr is the pod's side of its veth when it has its own network
@@ -269,7 +271,7 @@ func startPod(t *testing.T, spec podSpec) *pod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pod{url: url, logs: &syncBuffer{}}
+	p := &pod{url: url, logs: &syncbuf.Buffer{}}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/plexporter/plexporter/sdk/sdktest"
+
+	"github.com/plexporter/plexporter/internal/syncbuf"
 )
 
 func TestVersionGoesToStdout(t *testing.T) {
@@ -119,7 +121,7 @@ func TestNoPluginIsWarnedAndCanBeUnready(t *testing.T) {
 	empty := t.TempDir()
 	missing := filepath.Join(empty, "missing")
 	addr := freePort(t)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cmd := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+empty, "--plugin.dir="+missing, "--no-plugin.sandbox", "--web.listen-address="+addr, "--web.ready-min-plugins=1")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

@@ -5,7 +5,6 @@ package main
 // proven against the consumer that matters.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,11 +14,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/plexporter/plexporter/sdk/sdktest"
+
+	"github.com/plexporter/plexporter/internal/syncbuf"
 )
 
 func prometheusBinary(t *testing.T) string {
@@ -47,7 +47,7 @@ scrape_configs:
 	}
 	addr := freePort(t)
 	prom := exec.Command(bin, append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + filepath.Join(dir, "data"), "--web.listen-address=" + addr}, flags...)...)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	prom.Stdout, prom.Stderr = logs, logs
 	if err := prom.Start(); err != nil {
 		t.Fatal(err)
@@ -130,22 +130,4 @@ func realPrometheusScrape(t *testing.T, promFlags []string) {
 	if v := query(t, promURL, `scrape_samples_scraped{job="plexporter"}`, "job")["plexporter"]; v == "" || v == "0" {
 		t.Errorf("scrape_samples_scraped = %q", v)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -17,12 +17,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/plexporter/plexporter/internal/demo/demotest"
 	"github.com/plexporter/plexporter/sdk/sdktest"
+
+	"github.com/plexporter/plexporter/internal/syncbuf"
 )
 
 // dashboard is the part of Grafana's dashboard model the test reads.
@@ -441,7 +442,7 @@ scrape_configs:
 	addr := l.Addr().String()
 	l.Close()
 	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -454,21 +455,4 @@ scrape_configs:
 		}
 	})
 	return "http://" + addr
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

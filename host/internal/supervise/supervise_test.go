@@ -5,7 +5,6 @@ package supervise
 // run in the host.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -23,6 +22,8 @@ import (
 	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/manifest"
+
+	"github.com/plexporter/plexporter/internal/syncbuf"
 )
 
 var chaosBin, handshakeBin string
@@ -47,22 +48,11 @@ func TestMain(m *testing.M) {
 }
 
 // logBuffer is a log sink safe for the supervisor's goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type logBuffer struct{ syncbuf.Buffer }
 
 func (b *logBuffer) lines(subs ...string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []string
-	for _, l := range strings.Split(b.buf.String(), "\n") {
+	for _, l := range strings.Split(b.String(), "\n") {
 		ok := l != ""
 		for _, s := range subs {
 			ok = ok && strings.Contains(l, s)
@@ -72,12 +62,6 @@ func (b *logBuffer) lines(subs ...string) []string {
 		}
 	}
 	return out
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // chaos installs the chaos plugin as plexporter-<name> and returns a

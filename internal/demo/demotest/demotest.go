@@ -11,12 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/plexporter/plexporter/internal/demo/demotree"
+
+	"github.com/plexporter/plexporter/internal/syncbuf"
 )
 
 // Host is a running demo host.
@@ -24,7 +25,7 @@ type Host struct {
 	URL     string // http://127.0.0.1:<port>
 	Plugins []string
 	Tree    demotree.Tree
-	logs    *syncBuffer
+	logs    *syncbuf.Buffer
 }
 
 // Logs returns what the host has logged so far.
@@ -54,7 +55,7 @@ func Start(t testing.TB, repo string) *Host {
 	if err := os.Mkdir(plugins, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h := &Host{logs: &syncBuffer{}}
+	h := &Host{logs: &syncbuf.Buffer{}}
 	build(t, repo, filepath.Join(dir, "plexporter"), "./host")
 	mains, _ := filepath.Glob(filepath.Join(repo, "plugins", "*", "main.go"))
 	for _, m := range mains {
@@ -133,23 +134,6 @@ func freeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // Get fetches path from the host and returns the body, failing the test on
