@@ -72,7 +72,7 @@ cross:
 unit:
 	$(GO) test -count=1 ./...
 	@# the concurrent core again under the race detector (needs cgo)
-	CGO_ENABLED=1 $(GO) test -count=1 -race ./sdk/ ./sdk/fixture/ ./sdk/metricfilter/ ./internal/batch/ ./host/internal/merge/ ./host/internal/expose/ ./host/internal/scrape/ ./host/internal/supervise/
+	CGO_ENABLED=1 $(GO) test -count=1 -race ./sdk/ ./sdk/fixture/ ./sdk/metricfilter/ ./internal/batch/ ./internal/merge/ ./host/internal/expose/ ./host/internal/scrape/ ./host/internal/supervise/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \

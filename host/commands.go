@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
-	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/host/internal/supervise"
+	"github.com/plexporter/plexporter/internal/merge"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )

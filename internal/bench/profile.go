@@ -43,7 +43,7 @@ func (h *harness) microBenchmarks() error {
 	type pkg struct{ path, bench, benchtime string }
 	pkgs := []pkg{
 		{"./sdk", "BenchmarkBatch/samples=100000", "10x"},
-		{"./host/internal/merge", "BenchmarkMerge", "10x"},
+		{"./internal/merge", "BenchmarkMerge", "10x"},
 		{"./host/internal/expose", "BenchmarkEncode100k", "5x"},
 		{"./host/internal/expose", "BenchmarkHostPipeline/series=100000/plugins=1", "5x"},
 	}
@@ -108,7 +108,7 @@ func (h *harness) microBenchmarks() error {
 		"`internal/batch/batchtest.Mix` (100k samples), `BenchmarkMergeWorkload` and `BenchmarkHostPipeline` the harness workload " +
 		"(100k series); `BenchmarkHostPipeline` is the host's CPU for one scrape without gRPC, HTTP and process " +
 		"boundaries (decode + merge + encode [+ gzip]). Run them yourself with " +
-		"`go test ./sdk ./host/internal/merge ./host/internal/expose -run '^$' -bench . -count 6 | benchstat -`.\n\n" +
+		"`go test ./sdk ./internal/merge ./host/internal/expose -run '^$' -bench . -count 6 | benchstat -`.\n\n" +
 		table([]string{"benchmark", "ms/op", "MB/s", "output bytes/op", "alloc MiB/op", "allocs/op"}, rows)
 	return nil
 }
@@ -329,7 +329,7 @@ var areas = []struct{ prefix, area string }{
 	{"internal/filepathlite", "os (file handling)"},
 	{"path/filepath", "os (file handling)"},
 	{"github.com/prometheus/procfs", "self-metrics (procfs)"},
-	{"github.com/plexporter/plexporter/host/internal/merge", "merge (guard)"},
+	{"github.com/plexporter/plexporter/internal/merge", "merge (guard)"},
 	{"github.com/plexporter/plexporter/host/internal/expose", "expose (text writer)"},
 	{"github.com/plexporter/plexporter/internal/batch", "batch format (check, view, client_model)"},
 	{"github.com/plexporter/plexporter/sdk", "sdk Writer"},

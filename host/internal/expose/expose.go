@@ -15,8 +15,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/merge"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 

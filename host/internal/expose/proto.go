@@ -6,8 +6,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/merge"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/host/internal/supervise"
+	"github.com/plexporter/plexporter/internal/merge"
 )
 
 // A round asks the plugins of one selection once, for every scrape of that

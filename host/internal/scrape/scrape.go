@@ -17,9 +17,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
-	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/host/internal/supervise"
 	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/merge"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )

@@ -7,8 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
-	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/host/internal/supervise"
+	"github.com/plexporter/plexporter/internal/merge"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 

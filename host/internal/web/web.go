@@ -21,8 +21,8 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/plexporter/plexporter/host/internal/expose"
-	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/host/internal/scrape"
+	"github.com/plexporter/plexporter/internal/merge"
 )
 
 // Options for the handler.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/host/internal/scrape"
+	"github.com/plexporter/plexporter/internal/merge"
 )
 
 func TestAcceptsGzip(t *testing.T) {

@@ -1,4 +1,4 @@
-package merge_test
+package expose_test
 
 // The guard against garbage the SDK would not produce, or would not stop a
 // plugin from producing: batches built by hand (and sent through the wire
@@ -19,9 +19,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plexporter/plexporter/host/internal/expose"
-	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/batch/batchtest"
+	"github.com/plexporter/plexporter/internal/merge"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/sdktest"
@@ -162,7 +162,7 @@ func TestHistogramGarbage(t *testing.T) {
 	if got := familyNames(r); got != "h_counts_seconds h_minus_inf_seconds h_no_buckets_seconds h_ok_seconds" {
 		t.Fatalf("families %q", got)
 	}
-	if got := series(r, "h_counts_seconds"); strings.Join(got, " ") != "op0 op3" {
+	if got := mergedSeries(r, "h_counts_seconds"); strings.Join(got, " ") != "op0 op3" {
 		t.Fatalf("h_counts_seconds kept %v, want the samples with cumulative counts", got)
 	}
 	exposed(t, r)
@@ -304,7 +304,7 @@ func TestInvalidUTF8FromTheWire(t *testing.T) {
 	}
 	r := merge.Merge([]merge.Input{{Plugin: "p", Batches: []*pluginv1.Batch{&b}}}, merge.Options{})
 	wantDrops(t, r, "p", map[string]int{merge.ReasonInvalidValue: 2})
-	if got := series(r, "u_up"); strings.Join(got, " ") != "good" {
+	if got := mergedSeries(r, "u_up"); strings.Join(got, " ") != "good" {
 		t.Fatalf("u_up = %v", got)
 	}
 	exposed(t, r)
@@ -327,7 +327,7 @@ func TestByteBudget(t *testing.T) {
 	}
 	r := merge.Merge([]merge.Input{{Plugin: "p", Batches: batches, MaxSeries: 20}}, merge.Options{})
 	wantDrops(t, r, "p", map[string]int{merge.ReasonSeriesLimit: 4})
-	if r.Series["p"] != 4 || len(series(r, "b_info")) != 4 {
+	if r.Series["p"] != 4 || len(mergedSeries(r, "b_info")) != 4 {
 		t.Fatalf("%d series exposed, want the first two batches' 4", r.Series["p"])
 	}
 	if c := r.Causes[merge.DropKey{Plugin: "p", Reason: merge.ReasonSeriesLimit}]; !strings.Contains(c, "more than 4 MiB") {
@@ -368,4 +368,25 @@ func TestDrainAndGuardAgreeOnTheCap(t *testing.T) {
 			t.Errorf("cap %d: %d series received; Drain must stop at the batch crossing the cap", limit, f.sent)
 		}
 	}
+}
+
+// mergedSeries lists the label values of every series of one merged family.
+func mergedSeries(r *merge.Result, name string) []string {
+	var out []string
+	for _, f := range r.Families {
+		if f.Name != name {
+			continue
+		}
+		for _, p := range f.Parts {
+			for k := range p.Samples() {
+				i := p.Index(k)
+				var lv []string
+				for j := range p.Chunk.NumLabels() {
+					lv = append(lv, p.Chunk.LabelValue(i, j))
+				}
+				out = append(out, strings.Join(lv, ","))
+			}
+		}
+	}
+	return out
 }

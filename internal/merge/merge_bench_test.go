@@ -4,16 +4,16 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/plexporter/plexporter/host/internal/merge"
 	"github.com/plexporter/plexporter/internal/batch/batchtest"
 	"github.com/plexporter/plexporter/internal/bench/workload"
+	"github.com/plexporter/plexporter/internal/merge"
 )
 
 // BenchmarkMergeWorkload merges the performance harness's 100k-series
 // workload (docs/performance.md) from one plugin, and shared by six plugins
 // that each send a slice of every family (the host joins the families).
 //
-//	go test ./host/internal/merge -run '^$' -bench MergeWorkload -count 6 | benchstat -
+//	go test ./internal/merge -run '^$' -bench MergeWorkload -count 6 | benchstat -
 func BenchmarkMergeWorkload(b *testing.B) {
 	for _, plugins := range []int{1, 6} {
 		b.Run("series=100000/plugins="+strconv.Itoa(plugins), func(b *testing.B) {
