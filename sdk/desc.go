@@ -1,20 +1,59 @@
 package sdk
 
 import (
+	"strconv"
+
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
-// Type is a Prometheus metric type.
-type Type = pluginv1.MetricType
+// Type is a Prometheus metric type. Its zero value is no type at all: a
+// Desc must name one of the constants below.
+type Type uint8
 
 // The metric types a plugin can emit.
 const (
-	Counter   = pluginv1.MetricType_METRIC_TYPE_COUNTER
-	Gauge     = pluginv1.MetricType_METRIC_TYPE_GAUGE
-	Histogram = pluginv1.MetricType_METRIC_TYPE_HISTOGRAM
-	Summary   = pluginv1.MetricType_METRIC_TYPE_SUMMARY
-	Untyped   = pluginv1.MetricType_METRIC_TYPE_UNTYPED
+	Counter Type = iota + 1
+	Gauge
+	Histogram
+	Summary
+	Untyped
 )
+
+// String returns the type as the text exposition format writes it in a
+// # TYPE line ("counter", "gauge", ...).
+func (t Type) String() string {
+	switch t {
+	case Counter:
+		return "counter"
+	case Gauge:
+		return "gauge"
+	case Histogram:
+		return "histogram"
+	case Summary:
+		return "summary"
+	case Untyped:
+		return "untyped"
+	}
+	return "Type(" + strconv.Itoa(int(t)) + ")"
+}
+
+// wire returns the protocol's value for t; an invalid Type maps to
+// METRIC_TYPE_UNSPECIFIED, which the host refuses.
+func (t Type) wire() pluginv1.MetricType {
+	switch t {
+	case Counter:
+		return pluginv1.MetricType_METRIC_TYPE_COUNTER
+	case Gauge:
+		return pluginv1.MetricType_METRIC_TYPE_GAUGE
+	case Histogram:
+		return pluginv1.MetricType_METRIC_TYPE_HISTOGRAM
+	case Summary:
+		return pluginv1.MetricType_METRIC_TYPE_SUMMARY
+	case Untyped:
+		return pluginv1.MetricType_METRIC_TYPE_UNTYPED
+	}
+	return pluginv1.MetricType_METRIC_TYPE_UNSPECIFIED
+}
 
 // Desc describes one metric family. Create descriptors once (package
 // variables or at Configure) and reuse them on every collect: the Writer keys
@@ -40,5 +79,5 @@ func NewDesc(name string, typ Type, help string, labels ...string) *Desc {
 func (d *Desc) WithUnit(unit string) *Desc { d.Unit = unit; return d }
 
 func (d *Desc) proto() *pluginv1.MetricDescriptor {
-	return &pluginv1.MetricDescriptor{Name: d.Name, Type: d.Type, Help: d.Help, Unit: d.Unit, LabelNames: d.Labels}
+	return &pluginv1.MetricDescriptor{Name: d.Name, Type: d.Type.wire(), Help: d.Help, Unit: d.Unit, LabelNames: d.Labels}
 }

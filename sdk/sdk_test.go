@@ -323,3 +323,16 @@ func TestCollectsDoNotOverlap(t *testing.T) {
 		t.Fatalf("collect after the hung one finished: %v", res.Status)
 	}
 }
+
+// Type prints as the text format's # TYPE line does; an unset type is
+// recognisable in messages rather than posing as one of them.
+func TestTypeString(t *testing.T) {
+	for typ, want := range map[sdk.Type]string{
+		sdk.Counter: "counter", sdk.Gauge: "gauge", sdk.Histogram: "histogram",
+		sdk.Summary: "summary", sdk.Untyped: "untyped", 0: "Type(0)",
+	} {
+		if got := typ.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", uint8(typ), got, want)
+		}
+	}
+}

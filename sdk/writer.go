@@ -214,7 +214,7 @@ func (w *Writer) chunk(d *Desc, typ Type, lv []string, bounds []float64) *plugin
 		// start a chunk (the host joins chunks of one family).
 		c = w.newChunk()
 		c.Name = w.intern(w.prefix + d.Name)
-		c.Type = d.Type
+		c.Type = d.Type.wire()
 		c.Help = w.intern(d.Help)
 		c.Unit = w.intern(d.Unit)
 		for _, l := range d.Labels {
