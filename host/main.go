@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -31,6 +32,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/scrape"
 	"github.com/plexporter/plexporter/host/internal/supervise"
 	hostweb "github.com/plexporter/plexporter/host/internal/web"
+	"github.com/plexporter/plexporter/internal/merge"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -56,6 +58,7 @@ type flags struct {
 	insecurePerms   bool
 	runtimeDir      string
 	readyMinPlugins int
+	check           checkFlags
 }
 
 func main() {
@@ -85,6 +88,11 @@ func run(args []string) int {
 	pluginsCmd := app.Command("plugins", "Start every discovered plugin once and print name, version, path, state, last error and series count.")
 	metricsCmd := app.Command("metrics", "Print the metric catalogue of every installed plugin.")
 	metricsCmd.Flag("markdown", "Print a Markdown table.").BoolVar(&f.markdown)
+	checkCmd := app.Command("plugin", "Work with one plugin binary.").Command("check", "Start a plugin binary as the host would and check it against the plugin protocol, rule by rule (docs/plugin-protocol.md, Conformance checklist). Exit status 0 only if no rule fails.")
+	checkCmd.Arg("binary", "The plugin executable, plexporter-<name>; its manifest plexporter-<name>.yaml beside it and its section of --config.file are used as the host would.").Required().StringVar(&f.check.binary)
+	checkCmd.Flag("sandbox", "auto: in the manifest's sandbox when run as root and a manifest sits beside the binary; on: always (root only; no manifest means no grants); off: unconfined.").Default("auto").EnumVar(&f.check.sandbox, "auto", "on", "off")
+	checkCmd.Flag("format", "Output: text (one line per rule) or json.").Default("text").EnumVar(&f.check.format, "text", "json")
+	checkCmd.Flag("config", "A config file in --config.file's format whose plugins.<name> section is used (same as --config.file).").StringVar(&f.configFile)
 
 	app.Flag("plugin.dir", "Plugin directory, repeatable; later directories win on name clashes. The env var takes a comma-separated list.").
 		Default("/usr/lib/plexporter/plugins", "/etc/plexporter/plugins.d").StringsVar(&f.pluginDirs)
@@ -92,7 +100,7 @@ func run(args []string) int {
 	app.Flag("scrape.timeout", "How long each plugin's Collect may take; a late plugin contributes nothing to that scrape.").Default("5s").SetValue((*durationFlag)(&f.scrapeTimeout))
 	app.Flag("plugin.start-timeout", "How long a plugin may take to start, handshake and accept its configuration.").Default("10s").SetValue((*durationFlag)(&f.startTimeout))
 	app.Flag("plugin.max-series", "Series one plugin may contribute to a scrape; the excess is dropped and counted.").Default("100000").IntVar(&f.maxSeries)
-	app.Flag("plugin.max-label-length", "Longest label value accepted, in bytes; longer ones drop their series.").Default("4096").IntVar(&f.maxLabelLen)
+	app.Flag("plugin.max-label-length", "Longest label value accepted, in bytes; longer ones drop their series.").Default(strconv.Itoa(merge.DefaultMaxLabelValueLen)).IntVar(&f.maxLabelLen)
 	app.Flag("plugin.sandbox", "Confine each plugin to its manifest (needs root). --no-plugin.sandbox runs plugins as the host's user, unconfined: development only.").Default("true").BoolVar(&f.sandbox)
 	app.Flag("plugin.allow-root", "Allow plugins whose manifest sets allow_root to run as uid 0.").BoolVar(&f.allowRoot)
 	app.Flag("plugin.allow-any-unix-connect", "Run plugins whose network grant needs connect(2) on kernels whose Landlock (ABI < 9) cannot restrict it to the granted unix sockets: such a plugin can connect to every unix socket its user may write.").BoolVar(&f.anyUnixConnect)
@@ -134,6 +142,27 @@ func run(args []string) int {
 		return 1
 	}
 	defer runtimeDir.Close()
+	defaults := supervise.Settings{
+		Timeout:      f.scrapeTimeout,
+		StartTimeout: f.startTimeout,
+		Enabled:      filter.Allowed(),
+		Disabled:     filter.Denied(),
+		Paths:        &pluginv1.Paths{Sysfs: f.sysfs, Procfs: f.procfs, Rootfs: f.rootfs},
+		LogLevel:     hclogLevel(logConfig),
+		MaxSeries:    f.maxSeries,
+		SocketParent: runtimeDir.Path,
+	}
+	fleetOptions := fleet.Options{
+		Dirs:                f.pluginDirs,
+		ConfigFile:          f.configFile,
+		AllowRoot:           f.allowRoot,
+		AllowAnyUnixConnect: f.anyUnixConnect,
+		InsecurePermissions: f.insecurePerms,
+		Defaults:            defaults,
+	}
+	if cmd == checkCmd.FullCommand() {
+		return checkPlugin(f, fleetOptions, log)
+	}
 	sandboxed := f.sandbox && os.Geteuid() == 0
 	switch {
 	case !f.sandbox:
@@ -145,24 +174,8 @@ func run(args []string) int {
 		log.Error("cannot sandbox plugins", "err", err)
 		return 1
 	}
-	fl := fleet.New(fleet.Options{
-		Dirs:                f.pluginDirs,
-		ConfigFile:          f.configFile,
-		Sandbox:             sandboxed,
-		AllowRoot:           f.allowRoot,
-		AllowAnyUnixConnect: f.anyUnixConnect,
-		InsecurePermissions: f.insecurePerms,
-		Defaults: supervise.Settings{
-			Timeout:      f.scrapeTimeout,
-			StartTimeout: f.startTimeout,
-			Enabled:      filter.Allowed(),
-			Disabled:     filter.Denied(),
-			Paths:        &pluginv1.Paths{Sysfs: f.sysfs, Procfs: f.procfs, Rootfs: f.rootfs},
-			LogLevel:     hclogLevel(logConfig),
-			MaxSeries:    f.maxSeries,
-			SocketParent: runtimeDir.Path,
-		},
-	}, log)
+	fleetOptions.Sandbox = sandboxed
+	fl := fleet.New(fleetOptions, log)
 
 	switch cmd {
 	case pluginsCmd.FullCommand():

@@ -14,7 +14,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/internal/failtest"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
@@ -189,7 +191,12 @@ func TestInvalidUTF8DoesNotBreakTheStream(t *testing.T) {
 		w.Error("sensors\xff", errors.New("read /sys/\xfe\xff: no such device"))
 		return nil
 	}}
-	res := sdktest.Run(t, &demoWith{demo: d, before: func(w *sdk.Writer) { w.Gauge(tempDesc, 1, "bad\xffsensor") }}, sdktest.Options{})
+	var res *sdktest.Result
+	run := failtest.Run(t, func(tb *failtest.TB) {
+		res = sdktest.Run(tb, &demoWith{demo: d, before: func(w *sdk.Writer) { w.Gauge(tempDesc, 1, "bad\xffsensor") }}, sdktest.Options{})
+	})
+	// The plugin's own test fails: the host drops that sample.
+	run.Expect(t, "invalid_label_value", "demo_temperature_celsius", "label sensor")
 	if res.Status != nil {
 		t.Fatalf("stream failed: %v", res.Status)
 	}
@@ -197,7 +204,11 @@ func TestInvalidUTF8DoesNotBreakTheStream(t *testing.T) {
 		t.Fatalf("errors = %q", res.Errors)
 	}
 	counters, bad := 0, 0
-	for _, mf := range res.Families(t) {
+	sent, err := batch.Families(res.Batches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range sent {
 		for _, m := range mf.GetMetric() {
 			switch {
 			case mf.GetName() == "demo_bytes_total":
@@ -233,7 +244,8 @@ func TestBatchesSplitBySize(t *testing.T) {
 		}
 		return nil
 	}}
-	res := sdktest.Run(t, d, sdktest.Options{})
+	// An operator who allows such values (the host drops them by default).
+	res := sdktest.Run(t, d, sdktest.Options{MaxLabelValueLen: 1 << 20})
 	if res.Status != nil {
 		t.Fatalf("stream failed: %v", res.Status)
 	}
@@ -254,7 +266,12 @@ func TestWriterMisuseIsReportedNotFatal(t *testing.T) {
 		w.Histogram(latDesc, []float64{1}, nil, 1, 1, "op")
 		return nil
 	}}
-	res := sdktest.Run(t, d, sdktest.Options{})
+	var res *sdktest.Result
+	run := failtest.Run(t, func(tb *failtest.TB) { res = sdktest.Run(tb, d, sdktest.Options{}) })
+	// Each misuse fails the plugin's own test.
+	run.Expect(t, "declared counter but written as gauge")
+	run.Expect(t, "1 label names but a sample has 2 values")
+	run.Expect(t, "1 bounds but 0 bucket counts")
 	if len(res.Errors) != 3 {
 		t.Fatalf("want 3 misuse errors, got %v", res.Errors)
 	}

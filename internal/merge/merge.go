@@ -64,6 +64,16 @@ const (
 	MaxLabels  = 64   // label names per family (le and quantile not counted)
 )
 
+// DefaultMaxLabelValueLen is the host's default for Options.MaxLabelValueLen
+// (--plugin.max-label-length): sdktest guards a plugin's output with it, so
+// a plugin's own test sees what a default host drops.
+const DefaultMaxLabelValueLen = 4096
+
+// HostPrefixes returns the family-name prefixes of the host's own metrics
+// (plexporter_*, the Go runtime's and the process collector's): the
+// ReservedPrefixes the host passes for plugin output.
+func HostPrefixes() []string { return []string{"plexporter_", "go_", "process_"} }
+
 // Input is one plugin's collect.
 type Input struct {
 	Plugin  string
@@ -80,6 +90,11 @@ type Options struct {
 	// ReservedPrefixes are family-name prefixes only the host may use (its
 	// self-metrics); plugin families with them are dropped as conflicts.
 	ReservedPrefixes []string
+	// Observe, when set, is told of every drop with its own cause, where
+	// Result.Causes keeps one example per plugin and reason: sdktest lists
+	// them all to the plugin's author. The host leaves it nil (a hostile
+	// plugin's drops must cost a counter, not a formatted message each).
+	Observe func(k DropKey, samples int, cause string)
 }
 
 // Family is one merged metric family.
@@ -205,6 +220,9 @@ func (m *merger) drop(plugin, reason string, n int, cause string) {
 	if _, ok := m.res.Causes[k]; !ok {
 		m.setCause(k, cause)
 	}
+	if m.opts.Observe != nil {
+		m.opts.Observe(k, n, cause)
+	}
 }
 
 // dropSample counts one dropped sample. cause runs only for the first drop
@@ -215,6 +233,9 @@ func (m *merger) dropSample(plugin, reason string, cause func() string) {
 	m.res.Drops[k]++
 	if _, ok := m.res.Causes[k]; !ok {
 		m.setCause(k, cause())
+	}
+	if m.opts.Observe != nil {
+		m.opts.Observe(k, 1, cause())
 	}
 }
 

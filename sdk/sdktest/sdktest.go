@@ -1,18 +1,36 @@
-// Package sdktest runs a plugin through the real gRPC path inside a test and
-// compares what it exposes with a reviewed golden file.
+// Package sdktest runs a plugin through the real gRPC path inside a test,
+// passes what it sends through the host's own guard, and compares what the
+// host would serve with a reviewed golden file.
 //
 //	res := sdktest.Run(t, myplugin.New(), sdktest.Options{Sysfs: "testdata/sys"})
 //	sdktest.Golden(t, res.Text(t), "testdata/metrics.golden")
 //
+// The guard is the host's (internal/merge), not a copy of its rules: a
+// sample the host would drop — a duplicate series, an invalid metric or
+// label name, a label value that is not UTF-8, a family that clashes with
+// another one's series names or uses a prefix reserved for the host — fails
+// the test with the rule, the family and the series. So does a write the
+// SDK refused (a sample with the wrong label count or type) and, in Run, a
+// family missing from the plugin's Info catalogue. Series caps are the
+// operator's and are not applied.
+//
 // Goldens are rendered by prometheus/common/expfmt from client_model
-// families, independently of the host's encoder. Run the test with -update
-// to rewrite them, then review the diff like code.
+// families, independently of the host's encoder, after the guard: they hold
+// what the host would serve. Run the test with -update to rewrite them,
+// then review the diff like code.
+//
+// go-plugin's and the plugin's log lines are not shown; set
+// PLEXPORTER_TEST_PLUGIN_LOGS=1 to see the plugin's (sdk.Logger's and the
+// SDK's own) in the test log.
 package sdktest
 
 import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
+	"math"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -25,9 +43,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/merge"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/transport"
@@ -44,6 +66,10 @@ type Options struct {
 	DisabledMetrics []string
 	MetricPrefix    string
 	Timeout         time.Duration // per Collect; default 10s
+	// MaxLabelValueLen is the host's --plugin.max-label-length, the
+	// longest label value the guard lets through; 0 means the host's
+	// default (4096 bytes).
+	MaxLabelValueLen int
 	// AllowUndeclared skips Run's check that every family the plugin
 	// writes is in its Info catalogue (by name or by a '*' pattern). The
 	// catalogue feeds `plexporter metrics` and the allowlist's typo warning.
@@ -52,26 +78,50 @@ type Options struct {
 
 // Result is one Info + Configure + Collect round trip.
 type Result struct {
-	Info    *pluginv1.InfoResponse
+	Info *pluginv1.InfoResponse
+	// Batches are the batches as the plugin sent them, before the guard;
+	// Families and Text are what the host would serve of them.
 	Batches []*pluginv1.Batch
 	Errors  []*pluginv1.CollectError
 	// Status is the Collect stream's final error (nil when it ended OK).
 	Status error
+	// Drops are the guard's drops, one per rule broken and family (or
+	// series); Collect and Run fail the test for each.
+	Drops []Drop
+
+	maxLabelValueLen int
 }
 
-// Client starts p behind a real go-plugin gRPC connection and returns its
-// client, configured with opts. The connection closes with the test.
-func Client(t testing.TB, p sdk.Plugin, opts Options) pluginv1.PluginServiceClient {
+// Drop is what the host's guard refused of a plugin's output.
+type Drop struct {
+	// Reason is the rule broken, as the host's
+	// plexporter_dropped_series_total{reason} counts it: duplicate,
+	// invalid_name, invalid_label_value, conflict, name_collision, ...
+	Reason string
+	// Samples is how many samples the drop cost (a whole chunk when its
+	// metadata is wrong, else one).
+	Samples int
+	// Cause names the family and, for one sample, its series.
+	Cause string
+}
+
+func (d Drop) String() string {
+	return fmt.Sprintf("%s (%d samples): %s", d.Reason, d.Samples, d.Cause)
+}
+
+// Conn is a plugin behind a real gRPC connection, configured, as Client
+// returns it; Collect scrapes it.
+type Conn struct {
+	pluginv1.PluginServiceClient
+	opts Options
+}
+
+// Client starts p behind a real gRPC connection (the transport's service
+// glue on both ends, over a Unix socket, as go-plugin connects host and
+// plugin) and configures it with opts. The connection closes with the test.
+func Client(t testing.TB, p sdk.Plugin, opts Options) *Conn {
 	t.Helper()
-	client, _ := plugin.TestPluginGRPCConn(t, true, map[string]plugin.Plugin{
-		transport.PluginName: &transport.GRPCPlugin{Impl: sdk.NewServer(p, nil)},
-	})
-	t.Cleanup(func() { client.Close() })
-	raw, err := client.Dispense(transport.PluginName)
-	if err != nil {
-		t.Fatalf("dispense: %v", err)
-	}
-	c := raw.(pluginv1.PluginServiceClient)
+	c := &Conn{PluginServiceClient: connect(t, sdk.NewServer(p, nil)), opts: opts}
 	cfg, err := structpb.NewStruct(opts.Config)
 	if err != nil {
 		t.Fatalf("plugin config: %v", err)
@@ -89,7 +139,53 @@ func Client(t testing.TB, p sdk.Plugin, opts Options) pluginv1.PluginServiceClie
 	return c
 }
 
-// Run starts p, configures it and collects once.
+// connect serves srv on a Unix socket and returns a client of it. It does
+// not use go-plugin's test connection, whose logger prints every DEBUG
+// line of its connection handling to the test's stderr.
+func connect(t testing.TB, srv pluginv1.PluginServiceServer) pluginv1.PluginServiceClient {
+	t.Helper()
+	// Not t.TempDir: a socket path must fit in 108 bytes, and test names
+	// make long directories.
+	dir, err := os.MkdirTemp("", "sdktest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "plugin.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	glue := &transport.GRPCPlugin{Impl: srv}
+	server := plugin.DefaultGRPCServer(nil)
+	if err := glue.GRPCServer(nil, server); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = server.Serve(l) }()
+	// go-plugin's own client options: no size limit but the one the host
+	// puts on Collect (batch.MaxMessage, applied by Collect below).
+	conn, err := grpc.NewClient("unix://"+sock,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		server.Stop()
+		os.RemoveAll(dir)
+	})
+	client, err := glue.GRPCClient(context.Background(), nil, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.(pluginv1.PluginServiceClient)
+}
+
+// Run starts p, configures it and collects once. Besides Collect's checks
+// it fails the test for every family written that the Info catalogue
+// lacks (unless opts.AllowUndeclared) and for catalogue entries the host
+// could never expose.
 func Run(t testing.TB, p sdk.Plugin, opts Options) *Result {
 	t.Helper()
 	c := Client(t, p, opts)
@@ -97,6 +193,7 @@ func Run(t testing.TB, p sdk.Plugin, opts Options) *Result {
 	if err != nil {
 		t.Fatalf("info: %v", err)
 	}
+	checkCatalogue(t, info)
 	res := Collect(t, c, opts.Timeout)
 	res.Info = info
 	if !opts.AllowUndeclared {
@@ -105,6 +202,25 @@ func Run(t testing.TB, p sdk.Plugin, opts Options) *Result {
 		}
 	}
 	return res
+}
+
+// checkCatalogue fails the test for catalogue entries with a name no
+// sample could carry past the guard (a '*' stands for any name part).
+func checkCatalogue(t testing.TB, info *pluginv1.InfoResponse) {
+	t.Helper()
+	for _, d := range info.GetMetrics() {
+		if !merge.ValidMetricName(strings.ReplaceAll(d.GetName(), "*", "x")) {
+			t.Errorf("Info catalogue: invalid metric name %q", d.GetName())
+		}
+		if d.GetType() == pluginv1.MetricType_METRIC_TYPE_UNSPECIFIED {
+			t.Errorf("Info catalogue: family %s has no type", d.GetName())
+		}
+		for _, l := range d.GetLabelNames() {
+			if !merge.ValidLabelName(l) {
+				t.Errorf("Info catalogue: family %s: invalid label name %q", d.GetName(), l)
+			}
+		}
+	}
 }
 
 // Undeclared lists the families collected that the Info catalogue
@@ -128,9 +244,24 @@ func (r *Result) Undeclared(t testing.TB, prefix string) []string {
 	return out
 }
 
-// Collect runs one Collect on an already configured client.
+// Collect runs one Collect on a configured plugin and passes its batches
+// through the host's guard. It fails the test (t.Errorf, so the result
+// can still be inspected) for every drop, listed with its rule, family and
+// series, and for every write the SDK refused (partial errors of
+// collector "sdk"); a stream error or the plugin's own partial errors are
+// the caller's to judge.
+//
+// c is normally a *Conn from Client; any other client is guarded with the
+// host's default settings.
 func Collect(t testing.TB, c pluginv1.PluginServiceClient, timeout time.Duration) *Result {
 	t.Helper()
+	var opts Options
+	if conn, ok := c.(*Conn); ok {
+		opts = conn.opts
+	}
+	if timeout == 0 {
+		timeout = opts.Timeout
+	}
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
@@ -143,23 +274,82 @@ func Collect(t testing.TB, c pluginv1.PluginServiceClient, timeout time.Duration
 	if err != nil {
 		t.Fatalf("collect: %v", err)
 	}
-	res := &Result{}
+	res := &Result{maxLabelValueLen: opts.MaxLabelValueLen}
 	res.Batches, res.Errors, res.Status = batch.Drain(stream, batch.Limits{})
+	_, res.Drops = res.guard()
+	reportDrops(t, res.Drops)
+	for _, e := range res.Errors {
+		if e.GetCollector() == sdkCollector {
+			t.Errorf("the SDK refused a write (the sample is not sent): %s", e.GetMessage())
+		}
+	}
 	return res
 }
 
-// Families converts the collected batches to client_model families.
-func (r *Result) Families(t testing.TB) []*dto.MetricFamily {
+// sdkCollector is the collector name of the Writer's misuse errors.
+const sdkCollector = "sdk"
+
+// maxDropsListed bounds the drops listed per rule: a loop that repeats a
+// series repeats it thousands of times.
+const maxDropsListed = 10
+
+func reportDrops(t testing.TB, drops []Drop) {
 	t.Helper()
-	mfs, err := batch.Families(r.Batches)
-	if err != nil {
-		t.Fatalf("malformed batch: %v", err)
+	listed := map[string]int{}
+	for _, d := range drops {
+		if listed[d.Reason]++; listed[d.Reason] <= maxDropsListed {
+			t.Errorf("the host's guard drops this plugin's output: %s", d)
+		}
 	}
-	return mfs
+	for reason, n := range listed {
+		if n > maxDropsListed {
+			t.Errorf("... and %d more drops for rule %s", n-maxDropsListed, reason)
+		}
+	}
 }
 
-// Text renders the collected families in the text format, sorted by family
-// name, with expfmt.
+// guard runs the batches through the host's guard as a host with default
+// settings and no series cap would: the families it serves, and every drop.
+func (r *Result) guard() (*merge.Result, []Drop) {
+	var drops []Drop
+	maxLen := r.maxLabelValueLen
+	if maxLen == 0 {
+		maxLen = merge.DefaultMaxLabelValueLen
+	}
+	res := merge.Merge([]merge.Input{{Plugin: "plugin", Batches: r.Batches}}, merge.Options{
+		MaxLabelValueLen: maxLen,
+		ReservedPrefixes: merge.HostPrefixes(),
+		Observe: func(k merge.DropKey, samples int, cause string) {
+			drops = append(drops, Drop{Reason: k.Reason, Samples: samples, Cause: cause})
+		},
+	})
+	return res, drops
+}
+
+// Families returns what the host would serve of the collected batches,
+// as client_model families sorted by name: the batches after the guard.
+func (r *Result) Families(t testing.TB) []*dto.MetricFamily {
+	t.Helper()
+	res, _ := r.guard()
+	out := make([]*dto.MetricFamily, 0, len(res.Families))
+	for _, f := range res.Families {
+		mf := &dto.MetricFamily{Name: proto.String(f.Name), Help: proto.String(f.Help), Type: batch.DTOType(f.Type).Enum()}
+		if f.Unit != "" {
+			mf.Unit = proto.String(f.Unit)
+		}
+		for i := range f.Parts {
+			p := &f.Parts[i]
+			for j := range p.Samples() {
+				mf.Metric = append(mf.Metric, p.Chunk.Metric(p.Index(j)))
+			}
+		}
+		out = append(out, mf)
+	}
+	return out
+}
+
+// Text renders what the host would serve of the collected batches in the
+// text format, sorted by family name, with expfmt.
 func (r *Result) Text(t testing.TB) string {
 	t.Helper()
 	mfs := r.Families(t)

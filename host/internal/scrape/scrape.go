@@ -24,8 +24,9 @@ import (
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
-// hostPrefixes are reserved for the host's own families.
-var hostPrefixes = []string{"plexporter_", "go_", "process_"}
+// hostPrefixes are reserved for the host's own families (defined beside
+// the guard, so sdktest applies the same list to a plugin's output).
+var hostPrefixes = merge.HostPrefixes()
 
 // Scraper serves scrapes.
 type Scraper struct {
