@@ -1,0 +1,238 @@
+//go:build cgo
+
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../sdk/cabi
+#cgo linux LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdlib.h>
+#include "plexporter_collector.h"
+
+// The Go exports of emit.go (cgo generates their prototypes without const).
+extern int soEmitSample(uintptr_t ctx, uint32_t family, char **lv, uint32_t n, double value);
+extern int soEmitHistogram(uintptr_t ctx, uint32_t family, char **lv, uint32_t n, double *bounds,
+                           uint64_t *cumulative, uint32_t nb, uint64_t count, double sum);
+extern void soEmitError(uintptr_t ctx, char *msg);
+
+typedef uint32_t (*so_abi_fn)(void);
+typedef const struct plexporter_collector_info *(*so_info_fn)(void);
+typedef int (*so_configure_fn)(const char *, char **);
+typedef int (*so_collect_fn)(const struct plexporter_emitter *, void *, int64_t);
+typedef void (*so_free_fn)(void *);
+
+static uint32_t so_call_abi(void *f) { return ((so_abi_fn)f)(); }
+static const struct plexporter_collector_info *so_call_info(void *f) { return ((so_info_fn)f)(); }
+static int so_call_configure(void *f, const char *json, char **err) { return ((so_configure_fn)f)(json, err); }
+static void so_call_free(void *f, void *p) { ((so_free_fn)f)(p); }
+
+// The emitter's functions: trampolines to the Go exports (whose generated
+// prototypes have no const).
+static int so_emit_sample(void *ctx, uint32_t family, const char *const *lv, uint32_t n, double value) {
+	return soEmitSample((uintptr_t)ctx, family, (char **)lv, n, value);
+}
+static int so_emit_histogram(void *ctx, uint32_t family, const char *const *lv, uint32_t n,
+                             const double *bounds, const uint64_t *cumulative, uint32_t nb,
+                             uint64_t count, double sum) {
+	return soEmitHistogram((uintptr_t)ctx, family, (char **)lv, n, (double *)bounds, (uint64_t *)cumulative, nb, count, sum);
+}
+static void so_emit_error(void *ctx, const char *msg) { soEmitError((uintptr_t)ctx, (char *)msg); }
+
+static const struct plexporter_emitter so_emitter = {
+	PLEXPORTER_COLLECTOR_ABI_VERSION, so_emit_sample, so_emit_histogram, so_emit_error,
+};
+
+static int so_call_collect(void *f, uintptr_t ctx, int64_t deadline) {
+	return ((so_collect_fn)f)(&so_emitter, (void *)ctx, deadline);
+}
+
+// The label values of a family, or NULL when it has none.
+static const char *so_label(const struct plexporter_family *f, uint32_t i) {
+	return f->label_names ? f->label_names[i] : NULL;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/cgo"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// dlLibrary is a shared object loaded with dlopen. Every call into it runs
+// on one OS thread, locked for the life of the process (the ABI promises
+// collectors the same thread every time, never two calls at once).
+type dlLibrary struct {
+	path                                string
+	abi, info, configure, collect, free unsafe.Pointer
+	calls                               chan func()
+	desc                                collectorInfo
+}
+
+// openLibrary loads the collector at path and checks its ABI version.
+func openLibrary(path string) (library, error) {
+	l := &dlLibrary{path: path, calls: make(chan func())}
+	go l.thread()
+	var err error
+	l.do(func() { err = l.load() })
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *dlLibrary) thread() {
+	runtime.LockOSThread() // never unlocked: the thread is the library's
+	for f := range l.calls {
+		f()
+	}
+}
+
+// do runs f on the library's thread and waits for it.
+func (l *dlLibrary) do(f func()) {
+	done := make(chan struct{})
+	l.calls <- func() { f(); close(done) }
+	<-done
+}
+
+func (l *dlLibrary) load() error {
+	cpath := C.CString(l.path)
+	defer C.free(unsafe.Pointer(cpath))
+	// RTLD_NOW: an unresolved symbol fails here, with the loader's
+	// message, instead of killing a collect later.
+	h := C.dlopen(cpath, C.RTLD_NOW|C.RTLD_LOCAL)
+	if h == nil {
+		msg := C.GoString(C.dlerror())
+		if strings.Contains(msg, "Permission denied") {
+			msg += " (under the sandbox the library's directory must be granted in the manifest's paths.read_only)"
+		}
+		return fmt.Errorf("dlopen: %s", msg)
+	}
+	for _, s := range []struct {
+		name string
+		to   *unsafe.Pointer
+	}{
+		{"plexporter_collector_abi_version", &l.abi},
+		{"plexporter_collector_info", &l.info},
+		{"plexporter_collector_configure", &l.configure},
+		{"plexporter_collector_collect", &l.collect},
+		{"plexporter_collector_free", &l.free},
+	} {
+		name := C.CString(s.name)
+		*s.to = C.dlsym(h, name)
+		C.free(unsafe.Pointer(name))
+		if *s.to == nil {
+			return fmt.Errorf("%s does not export %s, so it is not a plexporter collector (sdk/cabi/plexporter_collector.h)", l.path, s.name)
+		}
+	}
+	if v := uint32(C.so_call_abi(l.abi)); v != abiVersion {
+		return fmt.Errorf("%s was built against collector ABI %d, and this plexporter-so loads ABI %d only: rebuild it against the plexporter_collector.h of this release", l.path, v, abiVersion)
+	}
+	info := C.so_call_info(l.info)
+	if info == nil {
+		return fmt.Errorf("%s: plexporter_collector_info returned NULL", l.path)
+	}
+	desc, err := copyInfo(info)
+	if err != nil {
+		return fmt.Errorf("%s: plexporter_collector_info: %w", l.path, err)
+	}
+	l.desc = desc
+	return nil
+}
+
+// copyInfo copies the library's catalogue into Go memory, refusing what a
+// well-formed one cannot be.
+func copyInfo(ci *C.struct_plexporter_collector_info) (collectorInfo, error) {
+	if ci.name == nil || C.GoString(ci.name) == "" {
+		return collectorInfo{}, errors.New("no collector name")
+	}
+	out := collectorInfo{Name: C.GoString(ci.name), Version: goStringOrEmpty(ci.version)}
+	n := int(ci.n_families)
+	if n > maxFamilies {
+		return collectorInfo{}, fmt.Errorf("%d families, more than %d", n, maxFamilies)
+	}
+	if n > 0 && ci.families == nil {
+		return collectorInfo{}, fmt.Errorf("%d families but no family array", n)
+	}
+	fams := unsafe.Slice(ci.families, n)
+	for i := range fams {
+		f := &fams[i]
+		if f.name == nil {
+			return collectorInfo{}, fmt.Errorf("family %d has no name", i)
+		}
+		if f.n_labels > maxLabels {
+			return collectorInfo{}, fmt.Errorf("family %d (%s) has %d labels, more than %d", i, C.GoString(f.name), f.n_labels, maxLabels)
+		}
+		fi := familyInfo{Name: C.GoString(f.name), Type: uint32(f._type), Help: goStringOrEmpty(f.help)}
+		for j := C.uint32_t(0); j < f.n_labels; j++ {
+			l := C.so_label(f, j)
+			if l == nil {
+				return collectorInfo{}, fmt.Errorf("family %d (%s): label name %d is NULL", i, fi.Name, j)
+			}
+			fi.Labels = append(fi.Labels, C.GoString(l))
+		}
+		out.Families = append(out.Families, fi)
+	}
+	return out, nil
+}
+
+func goStringOrEmpty(s *C.char) string {
+	if s == nil {
+		return ""
+	}
+	return C.GoString(s)
+}
+
+func (l *dlLibrary) Path() string        { return l.path }
+func (l *dlLibrary) Info() collectorInfo { return l.desc }
+
+func (l *dlLibrary) Configure(json string) error {
+	var rc C.int
+	var msg string
+	l.do(func() {
+		cjson := C.CString(json)
+		defer C.free(unsafe.Pointer(cjson))
+		var cerr *C.char
+		rc = C.so_call_configure(l.configure, cjson, &cerr)
+		if cerr != nil {
+			msg = C.GoString(cerr)
+			C.so_call_free(l.free, unsafe.Pointer(cerr))
+		}
+	})
+	if rc == 0 {
+		return nil
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("plexporter_collector_configure returned %d without a message", rc)
+	}
+	return errors.New(msg)
+}
+
+// Collect calls the library's collect with a CLOCK_MONOTONIC deadline and
+// r behind the emitter's ctx.
+func (l *dlLibrary) Collect(r *relay, deadline time.Time) error {
+	h := cgo.NewHandle(r)
+	defer h.Delete()
+	var rc C.int
+	l.do(func() {
+		rc = C.so_call_collect(l.collect, C.uintptr_t(h), C.int64_t(monotonic(deadline)))
+	})
+	if rc != 0 {
+		return fmt.Errorf("collect failed (plexporter_collector_collect returned %d)", rc)
+	}
+	return nil
+}
+
+// monotonic converts a wall-clock deadline to CLOCK_MONOTONIC nanoseconds,
+// the collector's clock.
+func monotonic(t time.Time) int64 {
+	var now unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+	return now.Nano() + int64(time.Until(t))
+}

@@ -1,0 +1,58 @@
+//go:build cgo
+
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/sdktest"
+)
+
+// These tests load real shared objects into the test process, so only
+// well-behaved ones: the crashing, hanging and leaking collectors run under
+// the real host (host_test.go).
+
+func TestCollectsFromACCollector(t *testing.T) {
+	so := testSO(t, t.TempDir(), "series")
+	res := sdktest.Run(t, newPlugin(), sdktest.Options{Config: map[string]any{
+		"library": so, "collector": map[string]any{"series": 2},
+	}})
+	text := sdktest.CleanGolden(t, res, "testdata/series.golden")
+	sdktest.Contains(t, text, `so_collection_errors_total{collector="series"} 0`)
+}
+
+func TestExampleLoadavgCollector(t *testing.T) {
+	dir := t.TempDir()
+	so := buildSO(t, dir, "libplexporter_loadavg.so", []string{"../../sdk/cabi/examples/loadavg.c"})
+	loadavg := filepath.Join(dir, "loadavg")
+	writeFile(t, loadavg, "0.52 0.58 0.59 3/1247 98765\n")
+	res := sdktest.Run(t, newPlugin(), sdktest.Options{Config: map[string]any{
+		"library": so, "collector": map[string]any{"path": loadavg},
+	}})
+	sdktest.CleanGolden(t, res, "testdata/loadavg.golden")
+
+	// A file it cannot read is a partial error, counted.
+	res = sdktest.Run(t, newPlugin(), sdktest.Options{Config: map[string]any{
+		"library": so, "collector": map[string]any{"path": filepath.Join(dir, "missing")},
+	}})
+	sdktest.Contains(t, res.Text(t), `so_collection_errors_total{collector="loadavg"} 1`)
+	if len(res.Errors) != 1 || res.Errors[0].GetCollector() != "loadavg" || !strings.Contains(strings.ToLower(res.Errors[0].GetMessage()), "no such file") {
+		t.Errorf("errors = %v, want one from collector loadavg naming the missing file", res.Errors)
+	}
+}
+
+func TestRefusesLibraries(t *testing.T) {
+	dir := t.TempDir()
+	series := testSO(t, dir, "series")
+	abi2 := buildSO(t, dir, "abi2.so", []string{"testdata/series.c"}, "-DTEST_ABI_VERSION=2")
+	notCollector := buildSO(t, dir, "empty.so", []string{"testdata/empty.c"})
+	sdktest.Refuses(t, newPlugin, sdk.Paths{}, []sdktest.Refusal{
+		{Raw: map[string]any{"library": abi2}, Key: "library", Detail: abi2 + " was built against collector ABI 2, and this plexporter-so loads ABI 1 only"},
+		{Raw: map[string]any{"library": notCollector}, Key: "library", Detail: notCollector + " does not export plexporter_collector_abi_version"},
+		{Raw: map[string]any{"library": filepath.Join(dir, "nope.so")}, Key: "library", Detail: "library: dlopen: " + filepath.Join(dir, "nope.so")},
+		{Raw: map[string]any{"library": series, "collector": map[string]any{"fail": 1}}, Key: "collector", Detail: series + ": series: refused as asked"},
+	})
+}

@@ -1,0 +1,16 @@
+package main
+
+import "github.com/plexporter/plexporter/sdk"
+
+// descCollectionErrors counts the collector's partial failures, the
+// samples the relay refused and failed collects; collector is the name the
+// library declares in its info.
+var descCollectionErrors = sdk.NewDesc("so_collection_errors_total", sdk.Counter,
+	"Collection errors of the shared-object collector: partial failures it reported, samples the plugin refused (unknown family, wrong label count or type) and collects that failed or overran their deadline.",
+	"collector")
+
+// descLibraryFamilies stands for the families the library declares: Info
+// is answered before Configure names the library.
+var descLibraryFamilies = sdk.NewDesc("*", sdk.Untyped, "The families the collector library declares in plexporter_collector_info (see its documentation).")
+
+var catalogue = []*sdk.Desc{descCollectionErrors, descLibraryFamilies}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/plexporter/plexporter/sdk"
+)
+
+// What the emitter's sample and histogram return (enum
+// plexporter_emit_result).
+const (
+	emitOK       = 0
+	emitRejected = 1
+	emitStop     = 2
+)
+
+// maxErrorsPerCollect bounds the distinct partial errors one collect
+// reports; the rest are summed up in one more.
+const maxErrorsPerCollect = 32
+
+// The label-value cache keeps values across collects, so that a stable
+// series set allocates nothing: at most maxInterned values of at most
+// maxInternedLen bytes.
+const (
+	maxInterned    = 1 << 17
+	maxInternedLen = 256
+)
+
+// relay takes what a library emits during one collect and writes it to that
+// collect's Writer. The library calls it on the plugin's C thread while
+// Collect may give up on the library from another goroutine, so mu fences
+// the Writer: after stop no emit reaches it.
+type relay struct {
+	collector string      // the library's name: the collector label
+	descs     []*sdk.Desc // family index → descriptor
+
+	mu       sync.Mutex
+	w        *sdk.Writer // nil outside a collect and after stop
+	refused  int         // samples refused this collect
+	firstBad string      // why the first of them was
+	errs     map[string]bool
+	more     int // partial errors beyond maxErrorsPerCollect
+	lv       []string
+	interned map[string]string
+}
+
+func newRelay(collector string, descs []*sdk.Desc) *relay {
+	return &relay{collector: collector, descs: descs, errs: map[string]bool{}, interned: map[string]string{}}
+}
+
+// start opens a collect on w.
+func (r *relay) start(w *sdk.Writer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.w, r.refused, r.firstBad, r.more = w, 0, "", 0
+	clear(r.errs)
+}
+
+// stop closes the collect: from here on every emit is answered emitStop.
+// It reports what the collect refused and returns the number of errors
+// reported to the Writer during the collect, so the plugin's own counter
+// matches the host's.
+func (r *relay) stop() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.errs)
+	if r.more > 0 {
+		r.w.Error(r.collector, fmt.Errorf("%d more partial errors in this collect", r.more))
+		n++
+	}
+	if r.refused > 0 {
+		r.w.Error(r.collector, fmt.Errorf("refused %d samples the collector emitted; the first: %s", r.refused, r.firstBad))
+		n++
+	}
+	r.w = nil
+	return n
+}
+
+// admit checks one emitted sample against the catalogue; mu is held. The
+// returned descriptor is nil unless the result is emitOK.
+func (r *relay) admit(family uint32, nLabels int, histogram bool) (*sdk.Desc, int) {
+	if r.w == nil {
+		return nil, emitStop
+	}
+	if uint64(family) >= uint64(len(r.descs)) {
+		return nil, r.refuse("family index %d, but the collector declares %d families", family, len(r.descs))
+	}
+	d := r.descs[family]
+	if (d.Type == sdk.Histogram) != histogram {
+		if histogram {
+			return nil, r.refuse("family %s is not a histogram but was emitted as one", d.Name)
+		}
+		return nil, r.refuse("family %s is a histogram but was emitted as a single value", d.Name)
+	}
+	if nLabels != len(d.Labels) {
+		return nil, r.refuse("family %s has %d label names but a sample has %d values", d.Name, len(d.Labels), nLabels)
+	}
+	return d, emitOK
+}
+
+func (r *relay) refuse(format string, args ...any) int {
+	if r.refused == 0 {
+		r.firstBad = fmt.Sprintf(format, args...)
+	}
+	r.refused++
+	return emitRejected
+}
+
+// write writes one admitted value sample; mu is held.
+func (r *relay) write(d *sdk.Desc, value float64, lv []string) {
+	switch d.Type {
+	case sdk.Counter:
+		r.w.Counter(d, value, lv...)
+	case sdk.Gauge:
+		r.w.Gauge(d, value, lv...)
+	default:
+		r.w.Untyped(d, value, lv...)
+	}
+}
+
+// writeHistogram writes one admitted histogram; mu is held.
+func (r *relay) writeHistogram(d *sdk.Desc, bounds []float64, cumulative []uint64, count uint64, sum float64, lv []string) {
+	r.w.Histogram(d, bounds, cumulative, count, sum, lv...)
+}
+
+// reportError records one partial failure the collector reported; mu is
+// held. Identical messages count once per collect, as the Writer reports
+// them once.
+func (r *relay) reportError(msg string) {
+	if r.w == nil || r.errs[msg] {
+		return
+	}
+	if len(r.errs) >= maxErrorsPerCollect {
+		r.more++
+		return
+	}
+	r.errs[msg] = true
+	r.w.Error(r.collector, errors.New(msg))
+}
+
+// intern returns b as a string, reusing the one made for the same bytes
+// before: the lookup with string(b) does not allocate.
+func (r *relay) intern(b []byte) string {
+	if s, ok := r.interned[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(r.interned) < maxInterned && len(s) <= maxInternedLen {
+		r.interned[s] = s
+	}
+	return s
+}
