@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Liveness. A ring file carries no pid, heartbeat or start time, and NIXL
+// never removes it, so whether its agent still runs must come from outside:
+// a live agent keeps the file mapped (MAP_SHARED, for the agent's life). The
+// plugin therefore calls an agent live while its write_pos moves, and once
+// it has been idle for stale_after, asks the host's procfs which processes
+// map the file (/proc/<pid>/maps lists device and inode of every mapped
+// file). The plugin runs in its own PID namespace but reads the host's
+// procfs (the sandbox does not remount /proc), so every pid of the host is
+// visible there; the kernel lets it read the maps of processes of its own
+// uid, which is also what draining needs (see README.md).
+
+// fileSig is what a file looked like when it was rejected or expired.
+type fileSig struct {
+	id     fileID
+	size   int64
+	header [headerSize]byte
+}
+
+// mappedFiles reports which of want are mapped by a process whose maps
+// the plugin can read under procfs. denied counts the processes whose maps
+// it could not read (other users' processes when not running as root):
+// such a process may map a file without the plugin knowing.
+func mappedFiles(procfs string, want map[fileID]bool) (found map[fileID]bool, denied int) {
+	found = map[fileID]bool{}
+	d, err := os.Open(procfs)
+	if err != nil {
+		return found, 1
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	byIno := map[uint64][]fileID{}
+	for id := range want {
+		byIno[id.ino] = append(byIno[id.ino], id)
+	}
+	buf := make([]byte, 64<<10)
+	for _, name := range names {
+		if _, err := strconv.ParseUint(name, 10, 32); err != nil {
+			continue
+		}
+		f, err := os.Open(filepath.Join(procfs, name, "maps"))
+		if err != nil {
+			if os.IsPermission(err) {
+				denied++
+			}
+			continue // the process exited
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(buf, 1<<20)
+		for sc.Scan() {
+			if id, ok := mapsFileID(sc.Bytes()); ok {
+				for _, w := range byIno[id.ino] {
+					if w.dev == id.dev {
+						found[w] = true
+					}
+				}
+			}
+		}
+		if sc.Err() != nil && os.IsPermission(sc.Err()) {
+			denied++
+		}
+		f.Close()
+	}
+	return found, denied
+}
+
+// mapsFileID parses the device ("fd:01", hex major:minor) and inode of one
+// /proc/<pid>/maps line; anonymous mappings (inode 0) are not files.
+func mapsFileID(line []byte) (fileID, bool) {
+	// address perms offset dev inode [path]
+	var field [5][]byte
+	for i := range field {
+		line = bytes.TrimLeft(line, " ")
+		end := bytes.IndexByte(line, ' ')
+		if end < 0 {
+			end = len(line)
+		}
+		field[i], line = line[:end], line[end:]
+	}
+	ino, err := strconv.ParseUint(string(field[4]), 10, 64)
+	if err != nil || ino == 0 {
+		return fileID{}, false
+	}
+	major, minor, ok := bytes.Cut(field[3], []byte(":"))
+	if !ok {
+		return fileID{}, false
+	}
+	maj, err1 := strconv.ParseUint(string(major), 16, 32)
+	mnr, err2 := strconv.ParseUint(string(minor), 16, 32)
+	if err1 != nil || err2 != nil {
+		return fileID{}, false
+	}
+	return fileID{dev: mkdev(uint32(maj), uint32(mnr)), ino: ino}, true
+}
+
+// mkdev encodes a device number as the kernel's stat does (glibc's
+// gnu_dev_makedev; x/sys/unix.Mkdev is the same, but Linux-only).
+func mkdev(major, minor uint32) uint64 {
+	return uint64(major&0x00000fff)<<8 | uint64(major&0xfffff000)<<32 |
+		uint64(minor&0x000000ff) | uint64(minor&0xffffff00)<<12
+}

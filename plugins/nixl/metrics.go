@@ -1,0 +1,80 @@
+package main
+
+import "github.com/plexporter/plexporter/sdk"
+
+// Label names. hostname and agent_name are NIXL's exporters' labels, so
+// dashboards built for them work unchanged.
+const (
+	lHost   = "hostname"
+	lAgent  = "agent_name"
+	lStatus = "status"
+	lReason = "reason"
+)
+
+// NIXL's families (names, types and meaning of its prometheus exporter's
+// descriptor table), summed from the drained events of each agent.
+var (
+	descTxBytes         = sdk.NewDesc("agent_tx_bytes_total", sdk.Counter, "Bytes of completed transfers this agent initiated as WRITE.", lHost, lAgent).WithUnit("bytes")
+	descRxBytes         = sdk.NewDesc("agent_rx_bytes_total", sdk.Counter, "Bytes of completed transfers this agent initiated as READ.", lHost, lAgent).WithUnit("bytes")
+	descTxRequests      = sdk.NewDesc("agent_tx_requests_num_total", sdk.Counter, "Completed WRITE transfer requests this agent initiated.", lHost, lAgent)
+	descRxRequests      = sdk.NewDesc("agent_rx_requests_num_total", sdk.Counter, "Completed READ transfer requests this agent initiated.", lHost, lAgent)
+	descMemRegistered   = sdk.NewDesc("agent_memory_registered_total", sdk.Counter, "Bytes of memory registered (sum of the descriptor lengths of successful registerMem calls).", lHost, lAgent).WithUnit("bytes")
+	descMemDeregistered = sdk.NewDesc("agent_memory_deregistered_total", sdk.Counter, "Bytes of memory deregistered.", lHost, lAgent).WithUnit("bytes")
+	descXferTimeTotal   = sdk.NewDesc("agent_xfer_time_total", sdk.Counter, "Sum of transfer times from start to completion, in microseconds (NIXL's name, without a unit suffix).", lHost, lAgent)
+	descPostTimeTotal   = sdk.NewDesc("agent_xfer_post_time_total", sdk.Counter, "Sum of transfer times from start to posting to the backend, in microseconds (NIXL's name, without a unit suffix).", lHost, lAgent)
+	descEventsDropped   = sdk.NewDesc("agent_telemetry_events_dropped_total", sdk.Counter, "Telemetry events the agent dropped in its staging queue, before the ring (NIXL v1.4+; ring-full drops are not counted by NIXL, see nixl_buffer_full_total).", lHost, lAgent)
+	descErrors          = sdk.NewDesc("agent_errors_total", sdk.Counter, "Failed NIXL API calls by status (NIXL_ERR_*), every status exported.", lHost, lAgent, lStatus)
+
+	descTxLast           = sdk.NewDesc("agent_tx_last_bytes", sdk.Gauge, "Bytes of the last completed WRITE transfer (0 before the first).", lHost, lAgent).WithUnit("bytes")
+	descRxLast           = sdk.NewDesc("agent_rx_last_bytes", sdk.Gauge, "Bytes of the last completed READ transfer (0 before the first).", lHost, lAgent).WithUnit("bytes")
+	descMemRegLast       = sdk.NewDesc("agent_memory_registered_last_bytes", sdk.Gauge, "Bytes of the last memory registration (0 before the first).", lHost, lAgent).WithUnit("bytes")
+	descMemDeregLast     = sdk.NewDesc("agent_memory_deregistered_last_bytes", sdk.Gauge, "Bytes of the last memory deregistration (0 before the first).", lHost, lAgent).WithUnit("bytes")
+	descXferTimeLast     = sdk.NewDesc("agent_xfer_time", sdk.Gauge, "Time of the last transfer from start to completion, in microseconds (0 before the first).", lHost, lAgent)
+	descPostTimeLast     = sdk.NewDesc("agent_xfer_post_time", sdk.Gauge, "Time of the last transfer from start to posting, in microseconds (0 before the first).", lHost, lAgent)
+	descXferTimeHist     = sdk.NewDesc("agent_xfer_time_us", sdk.Histogram, "Transfer times from start to completion, in microseconds.", lHost, lAgent)
+	descPostTimeHist     = sdk.NewDesc("agent_xfer_post_time_us", sdk.Histogram, "Transfer times from start to posting to the backend, in microseconds.", lHost, lAgent)
+	agentCounterByEvent  = [...]*sdk.Desc{evTxBytes: descTxBytes, evRxBytes: descRxBytes, evTxRequests: descTxRequests, evRxRequests: descRxRequests, evMemRegistered: descMemRegistered, evMemDeregistered: descMemDeregistered, evXferTime: descXferTimeTotal, evXferPostTime: descPostTimeTotal}
+	agentGaugeByEvent    = map[eventType]*sdk.Desc{evTxBytes: descTxLast, evRxBytes: descRxLast, evMemRegistered: descMemRegLast, evMemDeregistered: descMemDeregLast, evXferTime: descXferTimeLast, evXferPostTime: descPostTimeLast}
+	agentGaugeEventOrder = []eventType{evTxBytes, evRxBytes, evMemRegistered, evMemDeregistered, evXferTime, evXferPostTime}
+)
+
+// The plugin's own families: the state of each ring and of its reader.
+var (
+	descBufferFull     = sdk.NewDesc("nixl_buffer_full_total", sdk.Counter, "Drains that found the agent's ring full: the agent was dropping new events (NIXL counts these losses nowhere).", lAgent)
+	descBufferUnread   = sdk.NewDesc("nixl_buffer_unread_events", sdk.Gauge, "Most events one drain found waiting in the ring since the previous scrape (capacity-1 means full: the agent was dropping events).", lAgent)
+	descBufferCapacity = sdk.NewDesc("nixl_buffer_capacity_events", sdk.Gauge, "Slots of the agent's ring; capacity-1 events fit.", lAgent)
+	descReaderErrors   = sdk.NewDesc("nixl_reader_errors_total", sdk.Counter, "Problems reading a file of a telemetry directory, by reason (open, invalid_header, invalid_position, truncated, unknown_event, read_pos_moved, duplicate_name).", lAgent, lReason)
+	descAgents         = sdk.NewDesc("nixl_agents", sdk.Gauge, "Agents whose rings the plugin drains.")
+	descExpired        = sdk.NewDesc("nixl_agents_expired_total", sdk.Counter, "Agents whose series were dropped because their ring stayed idle for stale_after and no process maps it.")
+	descCollectErrors  = sdk.NewDesc("nixl_collection_errors_total", sdk.Counter, "Failures by collector: discovery (a telemetry directory could not be listed) and reader (a ring could not be read; the reason is in nixl_reader_errors_total).", "collector")
+)
+
+// Reasons, the reason label of nixl_reader_errors_total, every one
+// exported from a file's first scrape on.
+const (
+	reasonOpen            = "open"             // open, stat or mmap failed (permission: see README)
+	reasonInvalidHeader   = "invalid_header"   // not a NIXL ring: size, version, capacity or mask
+	reasonInvalidPosition = "invalid_position" // write_pos or read_pos beyond capacity
+	reasonTruncated       = "truncated"        // the file shrank under the reader
+	reasonUnknownEvent    = "unknown_event"    // an event type this layout does not define (one per event)
+	reasonReadPosMoved    = "read_pos_moved"   // read_pos not where the plugin left it: another consumer, or the agent restarted
+	reasonDuplicateName   = "duplicate_name"   // the same agent name in two telemetry directories
+)
+
+var reasons = []string{reasonOpen, reasonInvalidHeader, reasonInvalidPosition, reasonTruncated, reasonUnknownEvent, reasonReadPosMoved, reasonDuplicateName}
+
+// Collector names of nixl_collection_errors_total and of partial errors.
+const (
+	collectorDiscovery = "discovery"
+	collectorReader    = "reader"
+)
+
+var errorCollectors = []string{collectorDiscovery, collectorReader}
+
+var catalogue = []*sdk.Desc{
+	descTxBytes, descRxBytes, descTxRequests, descRxRequests, descMemRegistered, descMemDeregistered,
+	descXferTimeTotal, descPostTimeTotal, descEventsDropped, descErrors,
+	descTxLast, descRxLast, descMemRegLast, descMemDeregLast, descXferTimeLast, descPostTimeLast,
+	descXferTimeHist, descPostTimeHist,
+	descBufferFull, descBufferUnread, descBufferCapacity, descReaderErrors, descAgents, descExpired, descCollectErrors,
+}
