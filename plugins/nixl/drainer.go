@@ -64,9 +64,9 @@ type pendingError struct {
 
 // agent is the scrape side of one ring file.
 type agent struct {
-	name     string
-	valid    bool // a ring was mapped at least once: the agent_* series exist
-	stats    *agentStats
+	name  string
+	valid bool // a ring was mapped at least once: the agent_* series exist
+	stats *agentStats
 	// unread is the most events one drain found waiting since the
 	// previous scrape (reset by snapshot).
 	unread   uint64

@@ -60,13 +60,13 @@ func TestFixtureValues(t *testing.T) {
 	wantValues(t, got, want)
 	wantValues(t, got, map[string]float64{
 		// the full ring is reported, the others are not
-		`nixl_buffer_full_total{agent_name="kvbm-worker-0"}`: 1,
-		`nixl_buffer_full_total{agent_name="decode-tp1"}`:    0,
-		`nixl_buffer_full_total{agent_name="` + wrapped + `"}`: 0,
-		`nixl_buffer_unread_events{agent_name="kvbm-worker-0"}`:     63,
-		`nixl_buffer_unread_events{agent_name="decode-tp1"}`:        0,
-		`nixl_buffer_unread_events{agent_name="` + wrapped + `"}`:   280,
-		`nixl_buffer_capacity_events{agent_name="` + wrapped + `"}`: 512,
+		`nixl_buffer_full_total{agent_name="kvbm-worker-0"}`:                            1,
+		`nixl_buffer_full_total{agent_name="decode-tp1"}`:                               0,
+		`nixl_buffer_full_total{agent_name="` + wrapped + `"}`:                          0,
+		`nixl_buffer_unread_events{agent_name="kvbm-worker-0"}`:                         63,
+		`nixl_buffer_unread_events{agent_name="decode-tp1"}`:                            0,
+		`nixl_buffer_unread_events{agent_name="` + wrapped + `"}`:                       280,
+		`nixl_buffer_capacity_events{agent_name="` + wrapped + `"}`:                     512,
 		`nixl_reader_errors_total{agent_name="` + wrapped + `",reason="unknown_event"}`: 0,
 		`nixl_agents{}`: 3,
 	})

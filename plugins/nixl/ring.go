@@ -199,7 +199,7 @@ const (
 	evMemDeregistered
 	evXferTime
 	evXferPostTime
-	evErrFirst // 8: agent_err_not_posted, then one per status
+	evErrFirst                                                       // 8: agent_err_not_posted, then one per status
 	evErrLast       = evErrFirst + eventType(len(errorStatuses)) - 1 // 19
 	evEventsDropped = evErrLast + 1                                  // 20, v4 only
 	numEventTypes   = int(evEventsDropped) + 1
