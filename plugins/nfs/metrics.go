@@ -9,6 +9,11 @@ const (
 	lXprt   = "xprt_idx"
 	lServer = "server"
 	lConn   = "conn"
+	lEvent  = "event"
+	lMount  = "mountpoint"
+	lExport = "export"
+	lVers   = "version"
+	lProto  = "proto"
 )
 
 // Per-operation RPC statistics (per-op lines of mountstats).
@@ -16,19 +21,22 @@ var (
 	descRPCCount       = sdk.NewDesc("nfs_rpc_count_total", sdk.Counter, "RPC operations issued (the per-op 'ops' field).", lVolume, lOp)
 	descRPCTimeouts    = sdk.NewDesc("nfs_rpc_timeouts_total", sdk.Counter, "RPC major timeouts.", lVolume, lOp)
 	descRPCRetransmits = sdk.NewDesc("nfs_rpc_retransmits_total", sdk.Counter, "RPC retransmissions (transmissions minus operations).", lVolume, lOp)
-	descRPCErrors      = sdk.NewDesc("nfs_rpc_errors_total", sdk.Counter, "RPC operations that completed with an error status (0 on kernels that do not print the field).", lVolume, lOp)
+	descRPCErrors      = sdk.NewDesc("nfs_rpc_errors_total", sdk.Counter, "RPC operations that completed with an error status (no sample on kernels that do not print the field, before Linux 5.x).", lVolume, lOp)
 	descRPCRTT         = sdk.NewDesc("nfs_rpc_rtt_seconds_total", sdk.Counter, "Cumulative time from transmission to reply, in seconds.", lVolume, lOp).WithUnit("seconds")
 	descRPCExecute     = sdk.NewDesc("nfs_rpc_execute_seconds_total", sdk.Counter, "Cumulative time from queueing to completion, in seconds.", lVolume, lOp).WithUnit("seconds")
 	descRPCQueue       = sdk.NewDesc("nfs_rpc_queue_seconds_total", sdk.Counter, "Cumulative time requests waited in the transmit queue, in seconds.", lVolume, lOp).WithUnit("seconds")
 	descBytesSent      = sdk.NewDesc("nfs_bytes_sent_total", sdk.Counter, "Bytes sent for the operation, RPC headers included.", lVolume, lOp).WithUnit("bytes")
 	descBytesReceived  = sdk.NewDesc("nfs_bytes_received_total", sdk.Counter, "Bytes received for the operation, RPC headers included.", lVolume, lOp).WithUnit("bytes")
-	descRPCBacklog     = sdk.NewDesc("nfs_rpc_backlog", sdk.Gauge, "Average backlog queue length per RPC send over the volume's transports since they were created (sum of bklog_u / sum of sends).", lVolume)
+	// Not named nfs_rpc_backlog: with metric_prefix crusoe_vm_ that would be
+	// the Crusoe exporter's name for a counter (the raw bklog_u sum).
+	descRPCBacklogAverage = sdk.NewDesc("nfs_rpc_backlog_average", sdk.Gauge, "Average backlog queue length per RPC send over the volume's transports since they were created (sum of bklog_u / sum of sends).", lVolume)
 )
 
 // Per-transport ("xprt:" line) statistics.
 var (
 	descXprtSends       = sdk.NewDesc("nfs_xprt_sends_total", sdk.Counter, "RPC requests sent on the transport.", lVolume, lXprt)
 	descXprtRecvs       = sdk.NewDesc("nfs_xprt_recvs_total", sdk.Counter, "RPC replies received on the transport.", lVolume, lXprt)
+	descXprtBinds       = sdk.NewDesc("nfs_xprt_bind_count_total", sdk.Counter, "Times the transport looked up the server's port with rpcbind (bind_count; 0 for NFSv4, which has a fixed port).", lVolume, lXprt)
 	descXprtConnects    = sdk.NewDesc("nfs_xprt_connect_count_total", sdk.Counter, "Connections established by the transport (tcp only).", lVolume, lXprt)
 	descXprtBadXids     = sdk.NewDesc("nfs_xprt_bad_xids_total", sdk.Counter, "Replies whose XID matched no outstanding request.", lVolume, lXprt)
 	descXprtMaxSlots    = sdk.NewDesc("nfs_xprt_max_slots", sdk.Gauge, "Highest number of RPC slots in use at once.", lVolume, lXprt)
@@ -54,6 +62,8 @@ var (
 
 // Per-volume mount events and byte counters.
 var (
+	descMountInfo           = sdk.NewDesc("nfs_mount_info", sdk.Gauge, "1 for every mount point of the volume, with the export, server, NFS version and transport protocol of its mount options.", lVolume, lMount, lServer, lExport, lVers, lProto)
+	descMountEvents         = sdk.NewDesc("nfs_mount_events_total", sdk.Counter, "Every counter of the mountstats events: line, by the kernel's name for it (include/linux/nfs_iostat.h; the plugin README lists them).", lVolume, lEvent)
 	descMountAge            = sdk.NewDesc("nfs_mount_age_seconds", sdk.Gauge, "Seconds since the NFS superblock was created.", lVolume).WithUnit("seconds")
 	descMountCongestionWait = sdk.NewDesc("nfs_mount_congestion_wait_events_total", sdk.Counter, "Congestion-wait events.", lVolume)
 	descMountSillyRename    = sdk.NewDesc("nfs_mount_silly_rename_events_total", sdk.Counter, "Files removed while still open (silly renames).", lVolume)
@@ -79,26 +89,27 @@ var socketDescs = []*sdk.Desc{
 
 // Plugin health: the project's error-counter convention,
 // nfs_collection_errors_total{collector}.
-var descCollectionErrors = sdk.NewDesc("nfs_collection_errors_total", sdk.Counter, "Failures while reading or parsing a source, by collector (mountstats, mount, tcp).", "collector")
+var descCollectionErrors = sdk.NewDesc("nfs_collection_errors_total", sdk.Counter, "Failures while reading or parsing a source, by collector (mountstats, mount, mountinfo, tcp).", "collector")
 
 // Collector names: the collector label of nfs_collection_errors_total and
 // of the partial errors sent to the host.
 const (
 	collectorMountstats = "mountstats" // the mountstats file could not be read
-	collectorMount      = "mount"      // a line or block of one mount could not be parsed
+	collectorMount      = "mount"      // a line or block of one mount could not be parsed, or held an implausible value
+	collectorMountinfo  = "mountinfo"  // mountinfo could not be read or matched: superblocks identified by their statistics
 	collectorTCP        = "tcp"        // a socket table could not be read, or rows of it parsed
 )
 
 // errorCollectors are the collector label values, exported from the first
 // scrape on so that rate() works from zero.
-var errorCollectors = []string{collectorMountstats, collectorMount, collectorTCP}
+var errorCollectors = []string{collectorMountstats, collectorMount, collectorMountinfo, collectorTCP}
 
 var catalogue = []*sdk.Desc{
-	descRPCCount, descRPCTimeouts, descRPCRetransmits, descRPCErrors, descRPCRTT, descRPCExecute, descRPCQueue, descBytesSent, descBytesReceived, descRPCBacklog,
-	descXprtSends, descXprtRecvs, descXprtConnects, descXprtBadXids, descXprtMaxSlots, descXprtIdle, descXprtRequestU, descXprtBacklogU, descXprtSendingU, descXprtPendingU,
+	descRPCCount, descRPCTimeouts, descRPCRetransmits, descRPCErrors, descRPCRTT, descRPCExecute, descRPCQueue, descBytesSent, descBytesReceived, descRPCBacklogAverage,
+	descXprtSends, descXprtRecvs, descXprtBinds, descXprtConnects, descXprtBadXids, descXprtMaxSlots, descXprtIdle, descXprtRequestU, descXprtBacklogU, descXprtSendingU, descXprtPendingU,
 	descXprtTCPState, descXprtTxQueue, descXprtRxQueue, descXprtRetransmits,
 	descServerTCPState, descServerTxQueue, descServerRxQueue, descServerRetransmits, descServerConnections,
-	descMountAge, descMountCongestionWait, descMountSillyRename, descMountShortRead, descMountShortWrite, descMountDelay,
+	descMountInfo, descMountEvents, descMountAge, descMountCongestionWait, descMountSillyRename, descMountShortRead, descMountShortWrite, descMountDelay,
 	descMountNormalRead, descMountNormalWrite, descMountDirectRead, descMountDirectWrite, descMountServerRead, descMountServerWrite, descMountReadPages, descMountWritePages,
 	descCollectionErrors,
 }

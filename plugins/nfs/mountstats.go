@@ -4,268 +4,350 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/prometheus/procfs"
 )
 
-// readMounts returns the mounts of a mountstats file.
+// The mountstats parser is the plugin's own, and prometheus/procfs
+// (Proc.MountStats) is its oracle in the tests rather than its engine,
+// because procfs' types cannot say what the kernel did not print: an
+// 8-number per-op line (kernels before the errors field) and a 9-number one
+// ending in 0 both give Errors 0, an absent age: line gives Age 0, a 1-field
+// bytes: line gives seven zero fields. Exporting those zeros is inventing
+// values (docs/design.md). procfs also fails a whole file on one block it
+// does not know and panics on rdma lines longer than it expects.
 //
-// The file is parsed with prometheus/procfs (Proc.MountStats) whenever the
-// path has procfs' shape, <root>/<pid|self>/mountstats, which is always the
-// case on a real host. procfs is all-or-nothing per file, though: a single
-// block it does not know (an xprt line of a transport it has no field count
-// for, an events line of a kernel that added a counter, a header of a
-// stats-printing filesystem other than nfs/nfs4) fails the whole file, and an
-// rdma line longer than it expects makes it panic. Losing every mount of a
-// host because of one odd block is not acceptable for a health exporter, so
-// when procfs gives up we read the file again and parse it with
-// parseMountstatsTolerant below, which yields the same procfs types but
-// skips only the line or block it cannot read (each reported in errs).
-func readMounts(path string) (mounts []*procfs.Mount, errs []error, err error) {
-	if p, ok := procfsProc(path); ok {
-		mounts, perr := procfsMountStats(p)
-		if perr == nil {
-			return mounts, nil, nil
-		}
-		if os.IsNotExist(perr) || os.IsPermission(perr) {
-			return nil, nil, perr
-		}
-		// Fall through to the tolerant parser.
+// The format (fs/proc_namespace.c show_vfsstat, fs/nfs/super.c
+// nfs_show_stats, net/sunrpc/stats.c, net/sunrpc/xprtsock.c): a
+// "device ... mounted on ... with fstype ..." header for every mount; for NFS
+// a " statvers=" suffix and a block of tab-indented lines ended by an empty
+// line.
+
+// block is one NFS mount's statistics exactly as the kernel printed them.
+type block struct {
+	device     string // as printed (octal escapes kept)
+	mountPoint string // as printed (octal escapes kept), the key into mountinfo
+	ordinal    int    // position among all mounts of the file, NFS or not (= its line in mountinfo)
+	fstype     string // nfs or nfs4
+	statVers   string
+	opts       map[string]string
+	age        uint64
+	hasAge     bool
+	ageLine    bool   // an age: line was printed (readable or not)
+	events     fields // eventNames order
+	bytes      fields // byteFields order
+	xprts      []xprt // in print order; a line that could not be read keeps its position
+	ops        []op   // in print order
+}
+
+// op is one per-op line: name and its numbers (opFields order).
+type op struct {
+	name string // as printed, e.g. READ
+	fields
+}
+
+// xprt is one "xprt:" line. proto is empty when the line could not be read.
+type xprt struct {
+	proto string
+	fields
+	layout *xprtLayout
+}
+
+// fields are a line's numbers as printed. get reports a field the kernel
+// did not print, or printed in the range of a negative sum shown unsigned
+// (see plausible), as absent.
+type fields struct {
+	v   []uint64
+	bad uint64 // bit i: v[i] is implausible; only the first 64 fields are tracked
+}
+
+func (f fields) get(i int) (uint64, bool) {
+	if i < 0 || i >= len(f.v) || (i < 64 && f.bad&(1<<i) != 0) {
+		return 0, false
 	}
+	return f.v[i], true
+}
+
+// Field positions in a per-op line (net/sunrpc/stats.c _print_rpc_iostats);
+// errors was appended by Linux 5.x (older kernels print 8 numbers).
+const (
+	opRequests = iota
+	opTransmissions
+	opMajorTimeouts
+	opBytesSent
+	opBytesReceived
+	opQueueMs
+	opRTTMs
+	opExecuteMs
+	opErrors
+	opMinFields = opErrors // the numbers every kernel prints
+)
+
+// Field positions in the bytes: line (include/linux/nfs_iostat.h,
+// enum nfs_stat_bytecounters).
+const (
+	bytesNormalRead = iota
+	bytesNormalWrite
+	bytesDirectRead
+	bytesDirectWrite
+	bytesServerRead
+	bytesServerWrite
+	bytesReadPages
+	bytesWritePages
+	bytesFields
+)
+
+// eventNames are the events: line's counters in the kernel's order
+// (include/linux/nfs_iostat.h, enum nfs_stat_eventcounters), named as
+// nfsiostat and the kernel's comments name them. Kernels since 2.6.37 print
+// all 27; numbers a future kernel appends are ignored until named here.
+var eventNames = []string{
+	"inoderevalidate", "dentryrevalidate", "datainvalidate", "attrinvalidate",
+	"vfsopen", "vfslookup", "vfsaccess", "vfsupdatepage", "vfsreadpage", "vfsreadpages",
+	"vfswritepage", "vfswritepages", "vfsgetdents", "vfssetattr", "vfsflush", "vfsfsync",
+	"vfslock", "vfsrelease", "congestionwait", "setattrtrunc", "extendwrite", "sillyrename",
+	"shortread", "shortwrite", "delay", "pnfs_read", "pnfs_write",
+}
+
+// Positions of the events that have a family of their own (the Crusoe
+// exporter's names).
+const (
+	eventCongestionWait = 18
+	eventSillyRename    = 21
+	eventShortRead      = 22
+	eventShortWrite     = 23
+	eventDelay          = 24
+)
+
+// xprtLayout says where each field of an xprt line of one transport is, -1
+// for a field the transport does not have (xs_tcp_print_stats,
+// xs_udp_print_stats, xprt_rdma_print_stats). statvers 1.0 kernels print
+// neither max_slots nor sending_u/pending_u; rdma never does and appends its
+// own counters, which are not exported.
+type xprtLayout struct {
+	port, bind, connect, idle, sends, recvs, badXids, reqU, bklogU, maxSlots, sendingU, pendingU int
+	min10, min11                                                                                 int // numbers printed under statvers 1.0 and 1.1
+}
+
+var xprtLayouts = map[string]*xprtLayout{
+	"tcp":  {port: 0, bind: 1, connect: 2, idle: 4, sends: 5, recvs: 6, badXids: 7, reqU: 8, bklogU: 9, maxSlots: 10, sendingU: 11, pendingU: 12, min10: 10, min11: 13},
+	"udp":  {port: 0, bind: 1, connect: -1, idle: -1, sends: 2, recvs: 3, badXids: 4, reqU: 5, bklogU: 6, maxSlots: 7, sendingU: 8, pendingU: 9, min10: 7, min11: 10},
+	"rdma": {port: 0, bind: 1, connect: 2, idle: 4, sends: 5, recvs: 6, badXids: 7, reqU: 8, bklogU: 9, maxSlots: -1, sendingU: -1, pendingU: -1, min10: 10, min11: 10},
+}
+
+// slots tells whether a line under statVers carries max_slots, sending_u
+// and pending_u.
+func (l *xprtLayout) slots(statVers string) bool { return l.maxSlots >= 0 && statVers != "1.0" }
+
+// readMountstats reads and parses a mountstats file. errs are the lines
+// and blocks that could not be read; everything else is kept.
+func readMountstats(path string) (blocks []*block, errs []error, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	mounts, errs = parseMountstatsTolerant(data)
-	return mounts, errs, nil
+	blocks, errs = parseMountstats(data)
+	return blocks, errs, nil
 }
 
-// procfsProc maps <root>/<pid|self>/mountstats to a procfs.Proc.
-func procfsProc(path string) (procfs.Proc, bool) {
-	if filepath.Base(path) != "mountstats" {
-		return procfs.Proc{}, false
-	}
-	dir := filepath.Dir(path)
-	root, pid := filepath.Dir(dir), filepath.Base(dir)
-	fs, err := procfs.NewFS(root)
-	if err != nil {
-		return procfs.Proc{}, false
-	}
-	var p procfs.Proc
-	if pid == "self" {
-		p, err = fs.Self()
-	} else {
-		n, aerr := strconv.Atoi(pid)
-		if aerr != nil {
-			return procfs.Proc{}, false
-		}
-		p, err = fs.Proc(n)
-	}
-	return p, err == nil
-}
-
-// procfsMountStats calls procfs and turns its panics (index out of range on
-// unexpected xprt lines) into errors.
-func procfsMountStats(p procfs.Proc) (mounts []*procfs.Mount, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			mounts, err = nil, fmt.Errorf("procfs mountstats parser panicked: %v", r)
-		}
-	}()
-	return p.MountStats()
-}
-
-// parseMountstatsTolerant parses mountstats text into procfs' types. It
-// follows the kernel's format (fs/proc_namespace.c show_vfsstat, fs/nfs/super.c
-// nfs_show_stats, net/sunrpc/stats.c): a "device ..." header, for NFS a block
-// of tab-indented lines ended by an empty line. Unlike procfs it reports and
-// skips what it cannot read instead of failing the file, accepts events and
-// bytes lines of any length (fields are appended by newer kernels, so
-// position keeps its meaning) and any xprt field count.
-func parseMountstatsTolerant(data []byte) (mounts []*procfs.Mount, errs []error) {
+// parseMountstats returns the NFS blocks of mountstats text. A line it
+// cannot read (too few numbers for what the kernel prints, a number that is
+// not one, an unknown transport) is reported and contributes nothing, so no
+// field is ever filled with a value the kernel did not print.
+func parseMountstats(data []byte) (blocks []*block, errs []error) {
 	s := bufio.NewScanner(bytes.NewReader(data))
 	s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	var cur *procfs.MountStatsNFS
-	var curMount *procfs.Mount
+	var cur *block
 	inOps := false
+	ordinal := 0
+	end := func() {
+		if cur != nil && !cur.ageLine {
+			errs = append(errs, fmt.Errorf("mount %s: no age: line", unescapeOctal(cur.mountPoint)))
+		}
+		cur, inOps = nil, false
+	}
 	for s.Scan() {
 		line := s.Text()
 		ss := strings.Fields(line)
 		if len(ss) == 0 {
-			cur, inOps = nil, false
+			end()
 			continue
 		}
 		if ss[0] == "device" && !strings.HasPrefix(line, "\t") {
-			cur, inOps = nil, false
-			m, err := parseHeader(ss)
+			end()
+			b, nfs, err := parseHeader(ss)
+			ordinal++
 			if err != nil {
 				errs = append(errs, err)
-				curMount = nil
 				continue
 			}
-			curMount = m
-			mounts = append(mounts, m)
-			if len(ss) > 8 && strings.HasPrefix(ss[8], "statvers=") {
-				if m.Type != "nfs" && m.Type != "nfs4" {
-					errs = append(errs, fmt.Errorf("mount %s: statistics of fstype %q are not parsed", m.Mount, m.Type))
-					continue
-				}
-				cur = &procfs.MountStatsNFS{StatVersion: strings.TrimPrefix(ss[8], "statvers=")}
-				m.Stats = cur
+			if nfs {
+				b.ordinal = ordinal - 1
+				cur = b
+				blocks = append(blocks, b)
 			}
 			continue
 		}
 		if cur == nil {
-			continue // a line of a block we skip
+			continue // a line of a block that is not NFS statistics
 		}
-		if err := parseStatsLine(cur, ss, &inOps); err != nil {
-			errs = append(errs, fmt.Errorf("mount %s: %w", curMount.Mount, err))
+		if err := cur.parseLine(ss, &inOps); err != nil {
+			errs = append(errs, fmt.Errorf("mount %s: %w", unescapeOctal(cur.mountPoint), err))
 		}
 	}
+	end()
 	if err := s.Err(); err != nil {
 		errs = append(errs, err)
 	}
-	return mounts, errs
+	return blocks, errs
 }
 
-func parseHeader(ss []string) (*procfs.Mount, error) {
+// parseHeader parses a "device ..." line. nfs is false for a mount without
+// NFS statistics (every non-NFS mount; errors only for a malformed line).
+func parseHeader(ss []string) (b *block, nfs bool, err error) {
 	if len(ss) < 8 || ss[2] != "mounted" || ss[3] != "on" || ss[5] != "with" || ss[6] != "fstype" {
-		return nil, fmt.Errorf("malformed mountstats header %q", strings.Join(ss, " "))
+		return nil, false, fmt.Errorf("malformed mountstats header %q", strings.Join(ss, " "))
 	}
-	return &procfs.Mount{Device: ss[1], Mount: ss[4], Type: ss[7]}, nil
+	if len(ss) < 9 || !strings.HasPrefix(ss[8], "statvers=") {
+		return nil, false, nil
+	}
+	if ss[7] != "nfs" && ss[7] != "nfs4" {
+		return nil, false, fmt.Errorf("mount %s: statistics of fstype %q are not parsed", unescapeOctal(ss[4]), ss[7])
+	}
+	return &block{device: ss[1], mountPoint: ss[4], fstype: ss[7], statVers: strings.TrimPrefix(ss[8], "statvers=")}, true, nil
 }
 
-func parseStatsLine(st *procfs.MountStatsNFS, ss []string, inOps *bool) error {
+func (b *block) parseLine(ss []string, inOps *bool) error {
 	if *inOps {
-		return parseOpLine(st, ss)
+		return b.parseOp(ss)
 	}
 	switch ss[0] {
 	case "opts:":
 		if len(ss) < 2 {
-			return fmt.Errorf("empty opts line")
+			return fmt.Errorf("empty opts: line")
 		}
-		st.Opts = map[string]string{}
+		b.opts = map[string]string{}
 		for opt := range strings.SplitSeq(ss[1], ",") {
 			k, v, _ := strings.Cut(opt, "=")
-			st.Opts[k] = v
+			b.opts[k] = v
 		}
 	case "age:":
-		if len(ss) < 2 {
-			return fmt.Errorf("empty age line")
+		b.ageLine = true
+		if len(ss) != 2 {
+			return fmt.Errorf("age: line has %d fields, want 1", len(ss)-1)
 		}
 		n, err := strconv.ParseUint(ss[1], 10, 64)
 		if err != nil {
 			return fmt.Errorf("age: %w", err)
 		}
-		st.Age = time.Duration(n) * time.Second
+		b.age, b.hasAge = n, true
 	case "events:":
-		ns, err := parseUints(ss[1:])
+		f, err := parseFields("events", ss[1:], len(eventNames))
 		if err != nil {
-			return fmt.Errorf("events: %w", err)
-		}
-		e := &st.Events
-		fill(ns, &e.InodeRevalidate, &e.DnodeRevalidate, &e.DataInvalidate, &e.AttributeInvalidate,
-			&e.VFSOpen, &e.VFSLookup, &e.VFSAccess, &e.VFSUpdatePage, &e.VFSReadPage, &e.VFSReadPages,
-			&e.VFSWritePage, &e.VFSWritePages, &e.VFSGetdents, &e.VFSSetattr, &e.VFSFlush, &e.VFSFsync,
-			&e.VFSLock, &e.VFSFileRelease, &e.CongestionWait, &e.Truncation, &e.WriteExtension,
-			&e.SillyRename, &e.ShortRead, &e.ShortWrite, &e.JukeboxDelay, &e.PNFSRead, &e.PNFSWrite)
-	case "bytes:":
-		ns, err := parseUints(ss[1:])
-		if err != nil {
-			return fmt.Errorf("bytes: %w", err)
-		}
-		b := &st.Bytes
-		fill(ns, &b.Read, &b.Write, &b.DirectRead, &b.DirectWrite, &b.ReadTotal, &b.WriteTotal, &b.ReadPages, &b.WritePages)
-	case "xprt:":
-		x, err := parseXprt(ss[1:])
-		if err != nil {
-			// Keep the position so that later lanes keep their xprt_idx;
-			// a lane with an empty Protocol is not exported.
-			st.Transport = append(st.Transport, procfs.NFSTransportStats{})
 			return err
 		}
-		st.Transport = append(st.Transport, x)
+		b.events = f
+	case "bytes:":
+		f, err := parseFields("bytes", ss[1:], bytesFields)
+		if err != nil {
+			return err
+		}
+		b.bytes = f
+	case "xprt:":
+		x, err := parseXprt(ss[1:], b.statVers)
+		b.xprts = append(b.xprts, x) // a bad line keeps its position: later lanes keep their xprt_idx
+		return err
 	case "per-op":
 		*inOps = true
 	}
 	return nil
 }
 
-// parseXprt maps an xprt line onto procfs' NFSTransportStats the way procfs
-// does (udp has no connect_count/connect_time/idle_time; rdma has no
-// max_slots/sending_u/pending_u and appends its own counters).
-func parseXprt(ss []string) (procfs.NFSTransportStats, error) {
-	x := procfs.NFSTransportStats{}
-	if len(ss) < 2 {
-		return x, fmt.Errorf("xprt: too few fields")
-	}
-	x.Protocol = ss[0]
-	ns, err := parseUints(ss[1:])
-	if err != nil {
-		return x, fmt.Errorf("xprt %s: %w", x.Protocol, err)
-	}
-	switch x.Protocol {
-	case "tcp":
-		fill(ns, &x.Port, &x.Bind, &x.Connect, &x.ConnectIdleTime, &x.IdleTimeSeconds, &x.Sends, &x.Receives,
-			&x.BadTransactionIDs, &x.CumulativeActiveRequests, &x.CumulativeBacklog, &x.MaximumRPCSlotsUsed,
-			&x.CumulativeSendingQueue, &x.CumulativePendingQueue)
-	case "udp":
-		fill(ns, &x.Port, &x.Bind, &x.Sends, &x.Receives, &x.BadTransactionIDs, &x.CumulativeActiveRequests,
-			&x.CumulativeBacklog, &x.MaximumRPCSlotsUsed, &x.CumulativeSendingQueue, &x.CumulativePendingQueue)
-	case "rdma":
-		fill(ns, &x.Port, &x.Bind, &x.Connect, &x.ConnectIdleTime, &x.IdleTimeSeconds, &x.Sends, &x.Receives,
-			&x.BadTransactionIDs, &x.CumulativeActiveRequests, &x.CumulativeBacklog,
-			&x.ReadChunkCount, &x.WriteChunkCount, &x.ReplyChunkCount, &x.TotalRdmaRequest, &x.PullupCopyCount,
-			&x.HardwayRegisterCount, &x.FailedMarshalCount, &x.BadReplyCount, &x.MrsRecovered, &x.MrsOrphaned,
-			&x.MrsAllocated, &x.EmptySendctxQ, &x.TotalRdmaReply, &x.FixupCopyCount, &x.ReplyWaitsForSend,
-			&x.LocalInvNeeded, &x.NomsgCallCount, &x.BcallCount)
-	default:
-		return x, fmt.Errorf("xprt: unknown transport %q", x.Protocol)
-	}
-	return x, nil
-}
-
-func parseOpLine(st *procfs.MountStatsNFS, ss []string) error {
+func (b *block) parseOp(ss []string) error {
 	name, ok := strings.CutSuffix(ss[0], ":")
 	if !ok || name == "" {
 		return fmt.Errorf("per-op line %q: no operation name", strings.Join(ss, " "))
 	}
-	if len(ss) < 9 {
-		return fmt.Errorf("per-op %s: %d fields, want at least 8", name, len(ss)-1)
-	}
-	ns, err := parseUints(ss[1:])
+	f, err := parseFields("per-op "+name, ss[1:], opMinFields)
 	if err != nil {
-		return fmt.Errorf("per-op %s: %w", name, err)
+		return err
 	}
-	o := procfs.NFSOperationStats{Operation: name}
-	fill(ns, &o.Requests, &o.Transmissions, &o.MajorTimeouts, &o.BytesSent, &o.BytesReceived,
-		&o.CumulativeQueueMilliseconds, &o.CumulativeTotalResponseMilliseconds, &o.CumulativeTotalRequestMilliseconds, &o.Errors)
-	st.Operations = append(st.Operations, o)
+	b.ops = append(b.ops, op{name: name, fields: f})
 	return nil
 }
 
-func parseUints(ss []string) ([]uint64, error) {
-	ns := make([]uint64, len(ss))
+// parseXprt reads an xprt line; its length must be what the transport
+// prints under the block's statvers.
+func parseXprt(ss []string, statVers string) (xprt, error) {
+	if len(ss) == 0 {
+		return xprt{}, fmt.Errorf("empty xprt: line")
+	}
+	l, ok := xprtLayouts[ss[0]]
+	if !ok {
+		return xprt{}, fmt.Errorf("xprt: unknown transport %q", ss[0])
+	}
+	want := l.min11
+	if statVers == "1.0" {
+		want = l.min10
+	}
+	f, err := parseFields("xprt "+ss[0], ss[1:], want)
+	if err != nil {
+		return xprt{}, fmt.Errorf("%w (statvers %s)", err, statVers)
+	}
+	return xprt{proto: ss[0], fields: f, layout: l}, nil
+}
+
+// parseFields parses a line's numbers; fewer than want is a truncated
+// line. Numbers beyond want are kept (newer kernels append fields, so
+// positions keep their meaning).
+func parseFields(what string, ss []string, want int) (fields, error) {
+	if len(ss) < want {
+		return fields{}, fmt.Errorf("%s: %d numbers, the kernel prints at least %d", what, len(ss), want)
+	}
+	f := fields{v: make([]uint64, len(ss))}
 	for i, s := range ss {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return nil, err
+			return fields{}, fmt.Errorf("%s: field %d: %w", what, i+1, err)
 		}
-		ns[i] = n
+		f.v[i] = n
+		if !plausible(n) && i < 64 {
+			f.bad |= 1 << i
+		}
 	}
-	return ns, nil
+	return f, nil
 }
 
-// fill assigns ns to dst in order; extra values are ignored, missing ones stay 0.
-func fill(ns []uint64, dst ...*uint64) {
-	for i := range min(len(ns), len(dst)) {
-		*dst[i] = ns[i]
+// plausible is false for a value of 2^63 or more. The kernel keeps several
+// sums (per-op times in ktime, xprt utilisations) in signed or wrapping
+// arithmetic and prints them unsigned: a sum that went negative shows as
+// about 1.8e19 (e.g. 18446743919241604546 ms). No NFS counter reaches 2^63
+// honestly (9.2 EB, or 292 million years in ms), and exporting one poisons
+// every rate() over it, so such a field gets no sample and is reported.
+func plausible(n uint64) bool { return n <= math.MaxInt64 }
+
+// implausible lists the fields of a block that plausible rejected, for the
+// collect error that accompanies the missing samples.
+func (b *block) implausible() []string {
+	var out []string
+	note := func(what string, f fields) {
+		for i := range min(len(f.v), 64) {
+			if f.bad&(1<<i) != 0 {
+				out = append(out, fmt.Sprintf("%s field %d = %d", what, i+1, f.v[i]))
+			}
+		}
 	}
+	note("events", b.events)
+	note("bytes", b.bytes)
+	for _, x := range b.xprts {
+		note("xprt "+x.proto, x.fields)
+	}
+	for _, o := range b.ops {
+		note("per-op "+o.name, o.fields)
+	}
+	return out
 }
 
 // unescapeOctal undoes the kernel's mangle() of device and mount point names

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/plexporter/plexporter/sdk"
@@ -19,12 +20,13 @@ type plugin struct {
 	ops        []string
 	port       uint64
 
-	mu     sync.Mutex
-	errors map[string]float64 // cumulative, by collector
+	mu      sync.Mutex
+	errors  map[string]float64 // cumulative, by collector
+	history *history           // monotonic sums across superblocks
 }
 
 func newPlugin() *plugin {
-	return &plugin{errors: map[string]float64{}}
+	return &plugin{errors: map[string]float64{}, history: newHistory()}
 }
 
 func (p *plugin) Info() sdk.Info {
@@ -32,7 +34,7 @@ func (p *plugin) Info() sdk.Info {
 		Name:    "nfs",
 		Version: sdk.BuildVersion(),
 		Metrics: catalogue,
-		Sandbox: sdk.SandboxHints{ReadOnlyPaths: []string{"/proc/self/mountstats", "/proc/self/net/tcp", "/proc/self/net/tcp6"}},
+		Sandbox: sdk.SandboxHints{ReadOnlyPaths: []string{"/proc/self/mountstats", "/proc/self/mountinfo", "/proc/self/net/tcp", "/proc/self/net/tcp6"}},
 	}
 }
 
@@ -69,13 +71,14 @@ func (p *plugin) fail(w *sdk.Writer, collector string, err error) {
 func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	defer p.writeErrors(w)
 
-	// Read mountstats and the socket tables back to back so that the join
-	// describes one moment.
-	mounts, perrs, err := readMounts(p.mountstats)
+	// Read mountstats, mountinfo and the socket tables back to back so that
+	// the join describes one moment.
+	blocks, perrs, err := readMountstats(p.mountstats)
 	if err != nil {
 		p.fail(w, collectorMountstats, err)
 		return nil
 	}
+	supers, serr := superblockKeys(p.mountstats, blocks)
 	var socks []socket
 	tablesOK := false
 	if anyEnabled(w, socketDescs) {
@@ -85,21 +88,33 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			p.fail(w, collectorTCP, e)
 		}
 	}
+	if serr != nil {
+		p.fail(w, collectorMountinfo, serr)
+	}
 	for _, e := range perrs {
 		p.fail(w, collectorMount, e)
+	}
+	for _, b := range blocks {
+		if bad := b.implausible(); len(bad) > 0 {
+			p.fail(w, collectorMount, fmt.Errorf("mount %s: not exported, values of 2^63 or more (a negative kernel sum printed unsigned): %s",
+				unescapeOctal(b.mountPoint), strings.Join(bad, ", ")))
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 
-	vols := buildVolumes(mounts, p.namer, p.port)
+	vols := buildVolumes(blocks, supers, p.namer, p.port)
+	p.mu.Lock()
+	totals := p.history.totals(vols)
+	p.mu.Unlock()
 	var j join
 	if tablesOK {
 		j = joinSockets(vols, socks, p.port)
 	}
 	for vi, v := range vols {
-		p.writeOps(w, v)
-		p.writeMount(w, v)
+		p.writeOps(w, v, totals[vi])
+		p.writeMount(w, v, totals[vi])
 		p.writeLanes(w, vi, v, j, tablesOK)
 	}
 	for _, sc := range j.servers {
@@ -135,75 +150,125 @@ func (p *plugin) writeErrors(w *sdk.Writer) {
 
 const msPerSecond = 1000
 
-func (p *plugin) writeOps(w *sdk.Writer, v *volume) {
-	var sends, backlog uint64
-	for _, l := range v.lanes {
-		sends += l.Sends
-		backlog += l.CumulativeBacklog
-	}
-	if sends > 0 {
-		w.Gauge(descRPCBacklog, float64(backlog)/float64(sends), v.id)
-	} else {
-		w.Gauge(descRPCBacklog, 0, v.id)
-	}
-	for _, name := range p.ops {
-		o := v.ops[name] // zero when the version has no such procedure
-		retrans := uint64(0)
-		if o.Transmissions > o.Requests {
-			retrans = o.Transmissions - o.Requests
-		}
-		w.Counter(descRPCCount, float64(o.Requests), v.id, name)
-		w.Counter(descRPCTimeouts, float64(o.MajorTimeouts), v.id, name)
-		w.Counter(descRPCRetransmits, float64(retrans), v.id, name)
-		w.Counter(descRPCErrors, float64(o.Errors), v.id, name)
-		w.Counter(descRPCRTT, float64(o.CumulativeTotalResponseMilliseconds)/msPerSecond, v.id, name)
-		w.Counter(descRPCExecute, float64(o.CumulativeTotalRequestMilliseconds)/msPerSecond, v.id, name)
-		w.Counter(descRPCQueue, float64(o.CumulativeQueueMilliseconds)/msPerSecond, v.id, name)
-		w.Counter(descBytesSent, float64(o.BytesSent), v.id, name)
-		w.Counter(descBytesReceived, float64(o.BytesReceived), v.id, name)
+// nfs4Aliases maps a tracked operation name to the NFSv4 procedure that
+// answers the same question, for v4 mounts that do not have the tracked
+// one: NFSv4 asks for file system statistics with STATFS where v3 has
+// FSSTAT. (v4 has no READDIRPLUS: READDIR returns the attributes; no
+// alias, because the counts of one are not the counts of the other.)
+var nfs4Aliases = map[string]string{"fsstat": "statfs"}
+
+// counter writes a counter from a field the kernel printed; an absent or
+// implausible one gets no sample.
+func counter(w *sdk.Writer, d *sdk.Desc, f fields, pos int, scale float64, labels ...string) {
+	if n, ok := f.get(pos); ok {
+		w.Counter(d, float64(n)/scale, labels...)
 	}
 }
 
-func (p *plugin) writeMount(w *sdk.Writer, v *volume) {
-	e, b := v.events, v.bytes
-	w.Gauge(descMountAge, float64(v.age), v.id)
-	w.Counter(descMountCongestionWait, float64(e.CongestionWait), v.id)
-	w.Counter(descMountSillyRename, float64(e.SillyRename), v.id)
-	w.Counter(descMountShortRead, float64(e.ShortRead), v.id)
-	w.Counter(descMountShortWrite, float64(e.ShortWrite), v.id)
-	w.Counter(descMountDelay, float64(e.JukeboxDelay), v.id)
-	w.Counter(descMountNormalRead, float64(b.Read), v.id)
-	w.Counter(descMountNormalWrite, float64(b.Write), v.id)
-	w.Counter(descMountDirectRead, float64(b.DirectRead), v.id)
-	w.Counter(descMountDirectWrite, float64(b.DirectWrite), v.id)
-	w.Counter(descMountServerRead, float64(b.ReadTotal), v.id)
-	w.Counter(descMountServerWrite, float64(b.WriteTotal), v.id)
-	w.Counter(descMountReadPages, float64(b.ReadPages), v.id)
-	w.Counter(descMountWritePages, float64(b.WritePages), v.id)
+func (p *plugin) writeOps(w *sdk.Writer, v *volume, c *counters) {
+	var sends, backlog uint64
+	complete := len(v.lanes) > 0
+	for _, l := range v.lanes {
+		if l.layout == nil {
+			complete = false
+			break
+		}
+		s, ok1 := l.get(l.layout.sends)
+		b, ok2 := l.get(l.layout.bklogU)
+		if !ok1 || !ok2 {
+			complete = false
+			break
+		}
+		sends += s
+		backlog += b
+	}
+	if complete && sends > 0 {
+		w.Gauge(descRPCBacklogAverage, float64(backlog)/float64(sends), v.id)
+	}
+	for _, name := range p.ops {
+		o, ok := c.ops[name]
+		if !ok && strings.HasPrefix(v.kind, "nfs4/") && nfs4Aliases[name] != "" {
+			o, ok = c.ops[nfs4Aliases[name]]
+		}
+		if !ok {
+			continue // the kernel prints no such procedure for this mount
+		}
+		counter(w, descRPCCount, o, opRequests, 1, v.id, name)
+		counter(w, descRPCTimeouts, o, opMajorTimeouts, 1, v.id, name)
+		if req, ok1 := o.get(opRequests); ok1 {
+			if trans, ok2 := o.get(opTransmissions); ok2 {
+				w.Counter(descRPCRetransmits, float64(trans-min(trans, req)), v.id, name)
+			}
+		}
+		counter(w, descRPCErrors, o, opErrors, 1, v.id, name)
+		counter(w, descRPCRTT, o, opRTTMs, msPerSecond, v.id, name)
+		counter(w, descRPCExecute, o, opExecuteMs, msPerSecond, v.id, name)
+		counter(w, descRPCQueue, o, opQueueMs, msPerSecond, v.id, name)
+		counter(w, descBytesSent, o, opBytesSent, 1, v.id, name)
+		counter(w, descBytesReceived, o, opBytesReceived, 1, v.id, name)
+	}
+}
+
+func (p *plugin) writeMount(w *sdk.Writer, v *volume, c *counters) {
+	if v.hasAge {
+		w.Gauge(descMountAge, float64(v.age), v.id)
+	}
+	for _, m := range v.mounts {
+		w.Gauge(descMountInfo, 1, v.id, m.mountPoint, v.server, m.export, v.version, v.proto)
+	}
+	e, b := c.events, c.bytes
+	counter(w, descMountCongestionWait, e, eventCongestionWait, 1, v.id)
+	counter(w, descMountSillyRename, e, eventSillyRename, 1, v.id)
+	counter(w, descMountShortRead, e, eventShortRead, 1, v.id)
+	counter(w, descMountShortWrite, e, eventShortWrite, 1, v.id)
+	counter(w, descMountDelay, e, eventDelay, 1, v.id)
+	if w.Enabled(descMountEvents) {
+		for i, name := range eventNames {
+			counter(w, descMountEvents, e, i, 1, v.id, name)
+		}
+	}
+	counter(w, descMountNormalRead, b, bytesNormalRead, 1, v.id)
+	counter(w, descMountNormalWrite, b, bytesNormalWrite, 1, v.id)
+	counter(w, descMountDirectRead, b, bytesDirectRead, 1, v.id)
+	counter(w, descMountDirectWrite, b, bytesDirectWrite, 1, v.id)
+	counter(w, descMountServerRead, b, bytesServerRead, 1, v.id)
+	counter(w, descMountServerWrite, b, bytesServerWrite, 1, v.id)
+	counter(w, descMountReadPages, b, bytesReadPages, 1, v.id)
+	counter(w, descMountWritePages, b, bytesWritePages, 1, v.id)
 }
 
 func (p *plugin) writeLanes(w *sdk.Writer, vi int, v *volume, j join, tablesOK bool) {
-	for li, l := range v.lanes {
-		if l.Protocol == "" {
-			continue // a line the tolerant parser could not read
+	for li := range v.lanes {
+		l := &v.lanes[li]
+		if l.layout == nil {
+			continue // a line the parser could not read
 		}
 		idx := strconv.Itoa(li)
-		hasConnect, hasSlots := fieldsOf(l.Protocol, v.statVers)
-		w.Counter(descXprtSends, float64(l.Sends), v.id, idx)
-		w.Counter(descXprtRecvs, float64(l.Receives), v.id, idx)
-		w.Counter(descXprtBadXids, float64(l.BadTransactionIDs), v.id, idx)
-		w.Counter(descXprtRequestU, float64(l.CumulativeActiveRequests), v.id, idx)
-		w.Counter(descXprtBacklogU, float64(l.CumulativeBacklog), v.id, idx)
-		if hasConnect {
-			w.Counter(descXprtConnects, float64(l.Connect), v.id, idx)
-			w.Gauge(descXprtIdle, float64(l.IdleTimeSeconds), v.id, idx)
+		lo := l.layout
+		laneCounter := func(d *sdk.Desc, pos int) {
+			if n, ok := l.get(pos); ok {
+				w.Counter(d, float64(n), v.id, idx)
+			}
 		}
-		if hasSlots {
-			w.Gauge(descXprtMaxSlots, float64(l.MaximumRPCSlotsUsed), v.id, idx)
-			w.Counter(descXprtSendingU, float64(l.CumulativeSendingQueue), v.id, idx)
-			w.Counter(descXprtPendingU, float64(l.CumulativePendingQueue), v.id, idx)
+		laneGauge := func(d *sdk.Desc, pos int) {
+			if n, ok := l.get(pos); ok {
+				w.Gauge(d, float64(n), v.id, idx)
+			}
 		}
-		if l.Protocol != "tcp" || !tablesOK {
+		laneCounter(descXprtSends, lo.sends)
+		laneCounter(descXprtRecvs, lo.recvs)
+		laneCounter(descXprtBadXids, lo.badXids)
+		laneCounter(descXprtRequestU, lo.reqU)
+		laneCounter(descXprtBacklogU, lo.bklogU)
+		laneCounter(descXprtBinds, lo.bind)
+		laneCounter(descXprtConnects, lo.connect) // absent (-1) for udp
+		laneGauge(descXprtIdle, lo.idle)
+		if lo.slots(v.statVers) {
+			laneGauge(descXprtMaxSlots, lo.maxSlots)
+			laneCounter(descXprtSendingU, lo.sendingU)
+			laneCounter(descXprtPendingU, lo.pendingU)
+		}
+		if l.proto != "tcp" || !tablesOK {
 			continue
 		}
 		s, ok := j.lanes[lanePos{vi, li}]

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -209,8 +212,10 @@ func TestSourceErrors(t *testing.T) {
 		if res.Status != nil || mountErrs != 2 {
 			t.Fatalf("status %v errors %v", res.Status, res.Errors)
 		}
-		mustContain(t, res.Text(t), `nfs_rpc_count_total{volume_id="a",nfs_operation="read"} 0`,
-			`nfs_collection_errors_total{collector="mount"} 2`)
+		text := res.Text(t)
+		mustContain(t, text, `nfs_collection_errors_total{collector="mount"} 2`)
+		// Neither the unreadable age nor the truncated READ line exports anything.
+		sdktest.Lacks(t, text, `nfs_rpc_count_total{volume_id="a"`, `nfs_mount_age_seconds{volume_id="a"`)
 	})
 }
 
@@ -223,4 +228,148 @@ func TestAllowlistSkipsSockets(t *testing.T) {
 		t.Fatalf("errors: %v", res.Errors)
 	}
 	mustContain(t, res.Text(t), `nfs_xprt_sends_total{volume_id="home",xprt_idx="0"} 6.0876097e+07`)
+}
+
+// TestMountUnmountKeepsCountersMonotonic: the same export mounted twice
+// (two superblocks) plus a bind mount of the first, then the second
+// unmounted, then mounted again (a new superblock with small counters):
+// the volume's counters are the sum of its superblocks, the bind mount
+// counts once, and no exported counter ever decreases.
+func TestMountUnmountKeepsCountersMonotonic(t *testing.T) {
+	nfs := string(readTestdata(t, "mountstats-nfs3-tcp"))
+	nfs = nfs[strings.Index(nfs, "device 10.20.0.7"):]
+	const read1 = "READ: 4210998 4211002"
+	at := func(mp, read string) string {
+		b := strings.Replace(nfs, "mounted on /home ", "mounted on "+mp+" ", 1)
+		return strings.Replace(b, read1, read, 1)
+	}
+	root := procRoot(t, "", "tcp-synthetic", "")
+	write := func(devs map[string]string, blocks ...string) {
+		t.Helper()
+		ms := "device proc mounted on /proc with fstype proc\n" + strings.Join(blocks, "")
+		var mi strings.Builder
+		n := 20
+		for _, line := range strings.Split(ms, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 8 || f[0] != "device" {
+				continue
+			}
+			dev := devs[f[4]]
+			if dev == "" {
+				dev = "0:5"
+			}
+			n++
+			fmt.Fprintf(&mi, "%d 1 %s / %s rw - %s %s rw\n", n, dev, f[4], f[7], f[1])
+		}
+		for name, data := range map[string]string{"mountstats": ms, "mountinfo": mi.String()} {
+			if err := os.WriteFile(filepath.Join(root, "4242", name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c := sdktest.Client(t, newPlugin(), sdktest.Options{Procfs: root})
+	scrape := func() map[string]float64 {
+		t.Helper()
+		res := sdktest.Collect(t, c, 0)
+		if len(res.Errors) != 0 {
+			t.Fatalf("errors: %v", res.Errors)
+		}
+		return counterSamples(t, (&sdktest.Result{Batches: res.Batches}).Text(t))
+	}
+	readOps := `nfs_rpc_count_total{volume_id="home",nfs_operation="read"}`
+
+	// Two superblocks (0:50 with a bind mount, 0:51) of one export.
+	write(map[string]string{"/home": "0:50", "/srv/home": "0:50", "/home-ro": "0:51"},
+		at("/home", "READ: 1000 1000"), at("/srv/home", "READ: 1000 1000"), at("/home-ro", "READ: 300 300"))
+	s1 := scrape()
+	if s1[readOps] != 1300 {
+		t.Fatalf("READ ops = %v, want 1000 (the bind mount once) + 300", s1[readOps])
+	}
+	// /home-ro unmounted; /home did 10 more reads.
+	write(map[string]string{"/home": "0:50", "/srv/home": "0:50"},
+		at("/home", "READ: 1010 1010"), at("/srv/home", "READ: 1010 1010"))
+	s2 := scrape()
+	if s2[readOps] != 1310 {
+		t.Errorf("READ ops after the unmount = %v, want 1310: the departed superblock's 300 are kept", s2[readOps])
+	}
+	noDecrease(t, s1, s2)
+	// Mounted again: a new superblock (0:52) starting from 5.
+	write(map[string]string{"/home": "0:50", "/srv/home": "0:50", "/home-ro": "0:52"},
+		at("/home", "READ: 1010 1010"), at("/srv/home", "READ: 1010 1010"), at("/home-ro", "READ: 5 5"))
+	s3 := scrape()
+	if s3[readOps] != 1315 {
+		t.Errorf("READ ops after the remount = %v, want 1315", s3[readOps])
+	}
+	noDecrease(t, s2, s3)
+}
+
+// counterSamples maps every counter sample of an exposition (a *_total
+// series) to its value.
+func counterSamples(t *testing.T, text string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		series := line[:i]
+		name, _, _ := strings.Cut(series, "{")
+		if !strings.HasSuffix(name, "_total") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("sample %q: %v", line, err)
+		}
+		out[series] = v
+	}
+	return out
+}
+
+func noDecrease(t *testing.T, before, after map[string]float64) {
+	t.Helper()
+	for s, v := range before {
+		if w, ok := after[s]; ok && w < v {
+			t.Errorf("%s went from %v to %v", s, v, w)
+		}
+	}
+}
+
+// TestNeverInvented: what a kernel did not print for a mount gets no
+// sample (issue cases: 8-number per-op lines, NFSv4 without FSSTAT and
+// READDIRPLUS, a negative sum printed unsigned), and NFSv4's STATFS answers
+// for fsstat.
+func TestNeverInvented(t *testing.T) {
+	t.Run("old kernel: no errors field", func(t *testing.T) {
+		res := sdktest.Run(t, newPlugin(), sdktest.Options{Procfs: procRoot(t, "mountstats-oldkernel-transports", "tcp-synthetic", "")})
+		text := res.Text(t)
+		mustContain(t, text, `nfs_rpc_count_total{volume_id="old",nfs_operation="getattr"} 110`)
+		sdktest.Lacks(t, text, `nfs_rpc_errors_total{volume_id="old"`)
+	})
+	t.Run("NFSv4: STATFS is fsstat, no readdirplus", func(t *testing.T) {
+		res := sdktest.Run(t, newPlugin(), sdktest.Options{Procfs: procRoot(t, "mountstats-nfs4.2-nconnect4", "tcp-synthetic", "tcp6-synthetic")})
+		text := res.Text(t)
+		mustContain(t, text, `nfs_rpc_count_total{volume_id="datasets",nfs_operation="fsstat"} 9013`)
+		sdktest.Lacks(t, text, `nfs_operation="readdirplus"`)
+	})
+	t.Run("negative sum printed unsigned", func(t *testing.T) {
+		ms := string(readTestdata(t, "mountstats-nfs3-tcp"))
+		line := regexp.MustCompile(`(?m)^\s+READ: .*$`).FindString(ms)
+		f := strings.Fields(line)
+		f[8] = "18446743919241604546" // the execute time sum
+		ms = strings.Replace(ms, line, "\t"+strings.Join(f, " "), 1)
+		root := procRoot(t, "", "tcp-synthetic", "")
+		if err := os.WriteFile(filepath.Join(root, "4242", "mountstats"), []byte(ms), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res := sdktest.Run(t, newPlugin(), sdktest.Options{Procfs: root})
+		if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].GetMessage(), "per-op READ field 8 = 18446743919241604546") {
+			t.Fatalf("errors: %v", res.Errors)
+		}
+		text := res.Text(t)
+		sdktest.Lacks(t, text, `nfs_rpc_execute_seconds_total{volume_id="home",nfs_operation="read"}`)
+		mustContain(t, text, `nfs_collection_errors_total{collector="mount"} 1`)
+		sdktest.Contains(t, text, `nfs_rpc_rtt_seconds_total{volume_id="home",nfs_operation="read"}`)
+	})
 }

@@ -214,11 +214,12 @@ func joinSockets(vols []*volume, socks []socket, defaultPort uint64) join {
 				order = append(order, key)
 			}
 		}
-		for li, l := range v.lanes {
-			if l.Protocol != "tcp" || l.srcportConflict {
+		for li := range v.lanes {
+			l := &v.lanes[li]
+			if l.proto != "tcp" || l.srcportConflict {
 				continue
 			}
-			if l.Port == 0 {
+			if l.port() == 0 {
 				if g != nil {
 					g.zero = append(g.zero, lanePos{vi, li})
 				}
@@ -226,7 +227,7 @@ func joinSockets(vols []*volume, socks []socket, defaultPort uint64) join {
 			}
 			found := -1
 			for si, s := range socks {
-				if s.localPort == l.Port && matches(s, v) {
+				if s.localPort == l.port() && matches(s, v) {
 					if found >= 0 {
 						found = -2 // ambiguous
 						break

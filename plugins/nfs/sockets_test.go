@@ -1,10 +1,6 @@
 package main
 
-import (
-	"testing"
-
-	"github.com/prometheus/procfs"
-)
+import "testing"
 
 // TestJoinRules pins the attribution rules on small hand-made inputs.
 func TestJoinRules(t *testing.T) {
@@ -18,7 +14,7 @@ func TestJoinRules(t *testing.T) {
 		v := &volume{id: "v", port: 2049}
 		v.serverIP, _, _ = parseHexAddr(server + ":0801")
 		for _, p := range lanes {
-			v.lanes = append(v.lanes, lane{NFSTransportStats: procfs.NFSTransportStats{Protocol: "tcp", Port: p}})
+			v.lanes = append(v.lanes, lane{xprt: xprt{proto: "tcp", layout: xprtLayouts["tcp"], fields: fields{v: []uint64{p}}}})
 		}
 		return v
 	}
