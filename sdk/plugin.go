@@ -21,7 +21,8 @@ import (
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
-// Plugin is implemented by every collector plugin.
+// Plugin is implemented by every collector plugin. A plugin with background
+// work also implements Closer, so Serve can stop it.
 type Plugin interface {
 	// Info returns the plugin's identity and metric catalogue. It is called
 	// before Configure and must not depend on it.
@@ -40,9 +41,14 @@ type Plugin interface {
 	Collect(ctx context.Context, w *Writer) error
 }
 
-// A Plugin may also have a Close method (`Close()` or `Close() error`): Serve
-// calls it, for at most 2 s, when the host stops the plugin, so background
-// pollers can stop. It is not called when the host dies.
+// Closer is implemented by a Plugin that runs background work (a poller, an
+// open device or socket) to stop when the host stops it. Serve calls Close
+// once, after the host has closed the connection, and waits for it at most
+// 2 s before the process exits; its error is not reported. It is not called
+// when the host dies: the plugin's whole process group is killed then.
+type Closer interface {
+	Close() error
+}
 
 // Info describes a plugin.
 type Info struct {

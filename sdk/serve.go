@@ -45,22 +45,29 @@ func Serve(p Plugin) {
 	exitGroup()
 }
 
-// closePlugin calls the plugin's optional Close method (with or without an
-// error result), bounded so a stuck Close cannot keep the process alive.
+// closeTimeout bounds Close (see Closer).
+const closeTimeout = 2 * time.Second
+
+// closePlugin calls the plugin's Close (see Closer), bounded so a stuck
+// Close cannot keep the process alive. Its error is not logged: the host
+// has closed the connection, perhaps by dying, and a write to a stderr
+// nobody reads raises SIGPIPE (see exitGroup).
 func closePlugin(p Plugin) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		switch c := p.(type) {
-		case interface{ Close() error }:
+		case Closer:
 			_ = c.Close()
 		case interface{ Close() }:
+			// The form without a result that earlier SDKs also accepted:
+			// plugins written for them still stop their work.
 			c.Close()
 		}
 	}()
 	select {
 	case <-done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(closeTimeout):
 	}
 }
 

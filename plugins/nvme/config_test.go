@@ -15,7 +15,7 @@ import (
 func quietPlugin(t *testing.T) *plugin {
 	p := newPlugin()
 	p.log = hclog.NewNullLogger()
-	t.Cleanup(p.Close)
+	t.Cleanup(func() { p.Close() })
 	return p
 }
 

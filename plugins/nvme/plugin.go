@@ -109,9 +109,9 @@ func anyEnabled(cfg sdk.Config, ds []*sdk.Desc) bool {
 	return false
 }
 
-// Close stops the SMART poller and waits for it. The plugin process exits
-// without calling it; tests and a re-Configure do.
-func (p *plugin) Close() {
+// Close stops the SMART poller and waits for it (sdk.Closer: Serve calls
+// it when the host stops the plugin; a re-Configure and tests do too).
+func (p *plugin) Close() error {
 	p.mu.Lock()
 	pl := p.poller
 	p.poller = nil
@@ -119,6 +119,7 @@ func (p *plugin) Close() {
 	if pl != nil {
 		pl.stop()
 	}
+	return nil
 }
 
 // Collect reads identity from sysfs and serves SMART from the poller cache;

@@ -32,7 +32,7 @@ func testPlugin(t testing.TB, f *fakeDevices) *plugin {
 	p.now = func() time.Time { return fixedNow }
 	p.log = hclog.NewNullLogger()
 	p.minInterval = 0
-	t.Cleanup(p.Close)
+	t.Cleanup(func() { p.Close() })
 	return p
 }
 
