@@ -24,7 +24,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Revision=$(REVISION) \
             -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build run demo test unit lint cross proto proto-check tools bench clean package image-rootfs
+.PHONY: all build run demo test unit lint cross proto proto-check tools bench clean package image-rootfs python-stubs python-stubs-check
 
 all: build
 
@@ -104,10 +104,34 @@ bench: build
 proto: tools
 	PATH=$(TOOLS):$$PATH $(TOOLS)/buf generate
 
+## python-stubs: regenerate the Python example's stubs (examples/python)
+##               from proto/ with Debian's python3-grpc-tools
+PYTHON3 ?= /usr/bin/python3
+PY_STUBS = $(PYTHON3) -m grpc_tools.protoc -Iproto --python_out=$(1) --grpc_python_out=$(1) proto/plexporter/plugin/v1/plugin.proto
+python-stubs:
+	$(call PY_STUBS,examples/python)
+
+## python-stubs-check: fail if the Python example's committed stubs are not
+##                     what proto/ generates; skipped without grpc_tools
+##                     unless PLEXPORTER_REQUIRE_PYTHON is set (CI sets it)
+python-stubs-check:
+	@if ! $(PYTHON3) -c 'import grpc_tools' 2>/dev/null; then \
+		if [ -n "$$PLEXPORTER_REQUIRE_PYTHON" ]; then \
+			echo "python-stubs-check: $(PYTHON3) has no grpc_tools (Debian package python3-grpc-tools) and PLEXPORTER_REQUIRE_PYTHON is set"; exit 1; \
+		fi; \
+		echo "python-stubs-check: skipped, $(PYTHON3) has no grpc_tools (install python3-grpc-tools)"; exit 0; \
+	fi; \
+	tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	$(call PY_STUBS,$$tmp) && \
+	if ! diff -r -x __pycache__ $$tmp/plexporter examples/python/plexporter >/dev/null; then \
+		echo "the Python stubs in examples/python are stale: run 'make python-stubs' and commit"; \
+		diff -r -x __pycache__ $$tmp/plexporter examples/python/plexporter | head -20; exit 1; \
+	fi; echo "Python stubs are up to date"
+
 ## proto-check: buf lint; buf breaking against every released protocol in
 ##              proto/baseline (the wire rules of buf.yaml); and fail if the
-##              committed generated code is stale
-proto-check: tools
+##              committed generated code (Go, and the Python example's) is stale
+proto-check: tools python-stubs-check
 	PATH=$(TOOLS):$$PATH $(TOOLS)/buf lint
 	@set -e; ls proto/baseline/*.binpb >/dev/null 2>&1 || \
 		{ echo "no protocol baseline in proto/baseline (proto/baseline/README.md)"; exit 1; }; \
