@@ -1,0 +1,223 @@
+package python
+
+// The handshake as docs/plugin-protocol.md states it, checked on the plugin
+// alone: started as the host would start it, without a host, and talked to
+// with grpc-go. What the host cannot check from its side (that the plugin
+// accepts only the client certificate it was given, rule 6) is checked here.
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/plexporter/plexporter/internal/syncbuf"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk/transport"
+)
+
+// clientCert makes a certificate like go-plugin's AutoMTLS client one.
+func clientCert(t *testing.T) (tls.Certificate, string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "localhost"},
+		DNSNames:              []string{"localhost"},
+		NotBefore:             time.Now().Add(-time.Minute),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
+		string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+// plugin is the packed plugin, started as the host starts it.
+type plugin struct {
+	cmd      *exec.Cmd
+	line     string   // the handshake line
+	lifeline *os.File // the write end of fd 3
+	stderr   syncbuf.Buffer
+	exited   chan struct{} // closed when the process has exited, with exitErr
+	exitErr  error
+}
+
+func startPlugin(t *testing.T, env ...string) *plugin {
+	t.Helper()
+	requirePython(t)
+	if err := buildOnce(); err != nil {
+		t.Fatal(err)
+	}
+	p := &plugin{exited: make(chan struct{})}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.lifeline = pw
+	p.cmd = exec.Command(filepath.Join(binDir, "plexporter-pyexample"))
+	p.cmd.Env = env
+	p.cmd.ExtraFiles = []*os.File{pr} // fd 3
+	p.cmd.Stderr = &p.stderr
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	go func() {
+		p.exitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.lifeline.Close()
+		p.cmd.Process.Kill()
+		<-p.exited
+	})
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		lines <- line
+	}()
+	select {
+	case p.line = <-lines:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no handshake line within 10 s, the host's default start timeout")
+	}
+	return p
+}
+
+// hostEnv is the environment the host gives a plugin (docs/plugin-protocol.md,
+// Environment), with socketDir and the client certificate clientPEM.
+func hostEnv(socketDir, clientPEM string) []string {
+	return []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		transport.LogLevelEnv + "=info",
+		transport.LifelineEnv + "=3",
+		transport.Handshake.MagicCookieKey + "=" + transport.Handshake.MagicCookieValue,
+		"PLUGIN_MIN_PORT=10000", "PLUGIN_MAX_PORT=25000",
+		"PLUGIN_PROTOCOL_VERSIONS=1",
+		"PLUGIN_CLIENT_CERT=" + clientPEM,
+		"PLUGIN_UNIX_SOCKET_DIR=" + socketDir,
+	}
+}
+
+func TestHandshake(t *testing.T) {
+	socketDir := t.TempDir()
+	cert, certPEM := clientCert(t)
+	p := startPlugin(t, hostEnv(socketDir, certPEM)...)
+
+	fields := strings.Split(strings.TrimSuffix(p.line, "\n"), "|")
+	if len(fields) != 6 || fields[0] != "1" || fields[1] != "1" || fields[2] != "unix" || fields[4] != "grpc" {
+		t.Fatalf("handshake line %q, want 1|1|unix|<socket>|grpc|<certificate>", p.line)
+	}
+	socket := fields[3]
+	if filepath.Dir(socket) != socketDir || filepath.Clean(socket) != socket || len(filepath.Base(socket)) > 16 {
+		t.Errorf("socket %q: want a clean path directly in %s, named in at most 16 bytes", socket, socketDir)
+	}
+	if fi, err := os.Lstat(socket); err != nil || fi.Mode().Type() != os.ModeSocket {
+		t.Errorf("socket %q: want a unix socket there before the line (lstat: %v, %v)", socket, fi, err)
+	}
+	// go-plugin decodes with RawStdEncoding: padding would fail the start.
+	der, err := base64.RawStdEncoding.DecodeString(fields[5])
+	if err != nil {
+		t.Fatalf("certificate field: %v (want base64 without padding)", err)
+	}
+	serverCert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serverCert.VerifyHostname("localhost"); err != nil {
+		t.Errorf("server certificate: %v", err)
+	}
+
+	roots := x509.NewCertPool()
+	roots.AddCert(serverCert) // the host trusts exactly the plugin's certificate
+	info := func(client []tls.Certificate) (*pluginv1.InfoResponse, error) {
+		conn, err := grpc.NewClient("unix:"+socket, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
+			RootCAs: roots, ServerName: "localhost", Certificates: client,
+		})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return pluginv1.NewPluginServiceClient(conn).Info(ctx, &pluginv1.InfoRequest{})
+	}
+	resp, err := info([]tls.Certificate{cert})
+	if err != nil {
+		t.Fatalf("Info with the host's client certificate: %v", err)
+	}
+	if resp.GetApiVersion() != transport.APIVersion || resp.GetName() != "pyexample" {
+		t.Errorf("Info = %v, want name pyexample, api_version %s", resp, transport.APIVersion)
+	}
+	var families []string
+	for _, m := range resp.GetMetrics() {
+		families = append(families, m.GetName())
+	}
+	if !slices.Contains(families, "pyexample_context_switches_total") || len(families) != 5 {
+		t.Errorf("Info's catalogue = %v", families)
+	}
+
+	// Rule 6: anyone else who can reach the socket is refused.
+	other, _ := clientCert(t)
+	if _, err := info([]tls.Certificate{other}); err == nil {
+		t.Error("Info with another client certificate succeeded; the plugin must accept only PLUGIN_CLIENT_CERT")
+	}
+	if _, err := info(nil); err == nil {
+		t.Error("Info without a client certificate succeeded")
+	}
+
+	// Rule 8: the host is gone when the lifeline reads EOF.
+	p.lifeline.Close()
+	select {
+	case <-p.exited:
+		if p.exitErr != nil {
+			t.Errorf("exit after the lifeline closed: %v, want status 0\n%s", p.exitErr, p.stderr.String())
+		}
+	case <-time.After(3 * time.Second):
+		t.Error("the plugin still runs 3 s after its lifeline closed")
+	}
+}
+
+// TestRefusesToRunByHand: without the magic cookie the plugin says what it
+// is and exits non-zero (rule 2), before it listens anywhere.
+func TestRefusesToRunByHand(t *testing.T) {
+	requirePython(t)
+	if err := buildOnce(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(binDir, "plexporter-pyexample")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "plexporter host runs it") {
+		t.Errorf("run by hand: %v, %q; want a non-zero exit that says the host runs it", err, out)
+	}
+}
