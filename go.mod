@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/alecthomas/kingpin/v2 v2.4.0
+	github.com/cilium/ebpf v0.22.0
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0
@@ -70,3 +71,5 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+tool github.com/cilium/ebpf/cmd/bpf2go

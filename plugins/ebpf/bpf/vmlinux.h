@@ -1,0 +1,144 @@
+/* vmlinux.h: the kernel types the plexporter-ebpf programs read, as
+ * `bpftool btf dump file /sys/kernel/btf/vmlinux format c` prints them on
+ * Linux 6.18, cut down to the members used. Every struct carries
+ * preserve_access_index, so clang records each member access as a CO-RE
+ * relocation and the loader rewrites the offsets to the running kernel's
+ * BTF: the layout below only has to name the members, not match a kernel.
+ * A member that a kernel lacks fails that one program's load (reported as
+ * ebpf_program_loaded 0), never the others. */
+#ifndef PLEXPORTER_VMLINUX_H
+#define PLEXPORTER_VMLINUX_H
+
+typedef unsigned char __u8;
+typedef short unsigned int __u16;
+typedef unsigned int __u32;
+typedef long long unsigned int __u64;
+typedef signed char __s8;
+typedef short int __s16;
+typedef int __s32;
+typedef long long int __s64;
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef _Bool bool;
+typedef __u32 dev_t;
+typedef __u64 sector_t;
+typedef __u32 blk_opf_t;
+
+/* The map types and update flags the programs use (uapi linux/bpf.h). */
+enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_HASH = 5,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_LRU_HASH = 9,
+};
+
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+};
+
+enum {
+	BPF_F_NO_PREALLOC = 1,
+};
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct trace_entry {
+	short unsigned int type;
+	unsigned char flags;
+	unsigned char preempt_count;
+	int pid;
+};
+
+struct gendisk {
+	int major;
+	int first_minor;
+};
+
+struct request_queue {
+	struct gendisk *disk;
+};
+
+struct request {
+	struct request_queue *q;
+	blk_opf_t cmd_flags;
+	unsigned int __data_len;
+	sector_t __sector;
+};
+
+/* block:block_rq_issue (and insert, merge) */
+struct trace_event_raw_block_rq {
+	struct trace_entry ent;
+	dev_t dev;
+	sector_t sector;
+	unsigned int nr_sector;
+	unsigned int bytes;
+	short unsigned int ioprio;
+	char rwbs[10];
+};
+
+/* block:block_rq_complete */
+struct trace_event_raw_block_rq_completion {
+	struct trace_entry ent;
+	dev_t dev;
+	sector_t sector;
+	unsigned int nr_sector;
+	int error;
+	short unsigned int ioprio;
+	char rwbs[10];
+};
+
+struct in6_addr {
+	union {
+		__u8 u6_addr8[16];
+		__be16 u6_addr16[8];
+		__be32 u6_addr32[4];
+	} in6_u;
+};
+
+struct sock_common {
+	struct {
+		__be32 skc_daddr;
+		__be32 skc_rcv_saddr;
+	};
+	struct {
+		__be16 skc_dport;
+		__u16 skc_num;
+	};
+	short unsigned int skc_family;
+	struct in6_addr skc_v6_daddr;
+};
+
+struct sock {
+	struct sock_common __sk_common;
+};
+
+struct sk_buff {
+	unsigned int len;
+};
+
+/* tcp:tcp_retransmit_skb */
+struct trace_event_raw_tcp_retransmit_skb {
+	struct trace_entry ent;
+	const void *skbaddr;
+	const void *skaddr;
+	int state;
+	__u16 sport;
+	__u16 dport;
+	__u16 family;
+	__u8 saddr[4];
+	__u8 daddr[4];
+	__u8 saddr_v6[16];
+	__u8 daddr_v6[16];
+};
+
+#pragma clang attribute pop
+
+#endif

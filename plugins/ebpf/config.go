@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// Attach modes (the attach label of ebpf_program_loaded).
+const (
+	attachTPBTF      = "tp_btf"
+	attachTracepoint = "tracepoint"
+)
+
+// config is the plugin's section of the host configuration
+// (plugins.ebpf.config); the json tags are its keys.
+type config struct {
+	// Attach is auto (tp_btf, else classic tracepoints), tp_btf or
+	// tracepoint: the modes tried, in order, for every program.
+	Attach string `json:"attach"`
+	// Disk and TCPRetransmits switch the two program groups on or off.
+	Disk           *bool `json:"disk"`
+	TCPRetransmits *bool `json:"tcp_retransmits"`
+	// DiskLatencyBuckets overrides the latency histograms' bounds, in
+	// seconds.
+	DiskLatencyBuckets []float64 `json:"disk_latency_buckets"`
+	// TracefsPath is where classic tracepoints' ids are read; defaults to
+	// <sysfs>/kernel/tracing.
+	TracefsPath string `json:"tracefs_path"`
+	// NFSServers overrides the NFS servers detected from <procfs>/self/mounts.
+	NFSServers []string `json:"nfs_servers"`
+	NFSPorts   []uint16 `json:"nfs_ports"`
+	// ObjectStoreEndpoints are IP addresses or host names (resolved to at
+	// most maxEndpointAddrs addresses each).
+	ObjectStoreEndpoints []string `json:"object_store_endpoints"`
+	ObjectStorePorts     []uint16 `json:"object_store_ports"`
+	// RefreshInterval is how often the NFS servers are detected again and
+	// the endpoints resolved again.
+	RefreshInterval model.Duration `json:"refresh_interval"`
+	// MaxDestinations bounds the destinations whose retransmissions are
+	// counted at once (the LRU map's size).
+	MaxDestinations int `json:"max_destinations"`
+
+	nfsServers []netip.Addr // parsed NFSServers
+	bounds     []float64    // DiskLatencyBuckets or the defaults
+}
+
+const (
+	minRefresh         = time.Second
+	maxDestinationsCap = 65536
+)
+
+func defaultConfig() config {
+	return config{
+		Attach:           "auto",
+		NFSPorts:         []uint16{2049},
+		ObjectStorePorts: []uint16{443, 80},
+		RefreshInterval:  model.Duration(60 * time.Second),
+		MaxDestinations:  1024,
+	}
+}
+
+func (c *config) diskEnabled() bool { return c.Disk == nil || *c.Disk }
+func (c *config) tcpEnabled() bool  { return c.TCPRetransmits == nil || *c.TCPRetransmits }
+
+// attachModes are the modes tried for every program, in order.
+func (c *config) attachModes() []string {
+	switch c.Attach {
+	case attachTPBTF:
+		return []string{attachTPBTF}
+	case attachTracepoint:
+		return []string{attachTracepoint}
+	}
+	return []string{attachTPBTF, attachTracepoint}
+}
+
+// validate checks the settings, naming the key of the first bad one.
+func (c *config) validate() error {
+	if !slices.Contains([]string{"auto", attachTPBTF, attachTracepoint}, c.Attach) {
+		return fmt.Errorf("attach: %q is not one of auto, tp_btf, tracepoint", c.Attach)
+	}
+	c.bounds = defaultBounds()
+	if c.DiskLatencyBuckets != nil {
+		if err := validateBounds("disk_latency_buckets", c.DiskLatencyBuckets); err != nil {
+			return err
+		}
+		c.bounds = c.DiskLatencyBuckets
+	}
+	c.nfsServers = nil
+	for i, s := range c.NFSServers {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("nfs_servers[%d]: %q is not an IP address", i, s)
+		}
+		c.nfsServers = append(c.nfsServers, a.Unmap())
+	}
+	if err := validatePorts("nfs_ports", c.NFSPorts); err != nil {
+		return err
+	}
+	if err := validatePorts("object_store_ports", c.ObjectStorePorts); err != nil {
+		return err
+	}
+	for i, e := range c.ObjectStoreEndpoints {
+		if err := validateEndpoint(e); err != nil {
+			return fmt.Errorf("object_store_endpoints[%d]: %w", i, err)
+		}
+	}
+	if len(c.ObjectStoreEndpoints) > maxEndpoints {
+		return fmt.Errorf("object_store_endpoints: %d endpoints, at most %d are supported", len(c.ObjectStoreEndpoints), maxEndpoints)
+	}
+	if time.Duration(c.RefreshInterval) < minRefresh {
+		return fmt.Errorf("refresh_interval: %v is below the minimum of %v", c.RefreshInterval, model.Duration(minRefresh))
+	}
+	if c.MaxDestinations < 1 || c.MaxDestinations > maxDestinationsCap {
+		return fmt.Errorf("max_destinations: %d is not between 1 and %d", c.MaxDestinations, maxDestinationsCap)
+	}
+	return nil
+}
+
+func validatePorts(key string, ports []uint16) error {
+	if len(ports) > maxPorts {
+		return fmt.Errorf("%s: %d ports, at most %d are supported", key, len(ports), maxPorts)
+	}
+	for i, p := range ports {
+		if p == 0 {
+			return fmt.Errorf("%s[%d]: 0 is not a port", key, i)
+		}
+	}
+	return nil
+}
+
+// validateEndpoint accepts an IP address or a DNS host name.
+func validateEndpoint(e string) error {
+	if _, err := netip.ParseAddr(e); err == nil {
+		return nil
+	}
+	if e == "" || len(e) > 253 {
+		return fmt.Errorf("%q is neither an IP address nor a host name", e)
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(e, "."), ".") {
+		if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") {
+			return fmt.Errorf("%q is neither an IP address nor a host name", e)
+		}
+		for _, r := range label {
+			if !(r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+				return fmt.Errorf("%q is neither an IP address nor a host name", e)
+			}
+		}
+	}
+	return nil
+}
