@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+const (
+	// defaultStatfsTimeout bounds the statfs calls of one scrape. A local
+	// filesystem answers in microseconds; an NFS statfs is one round trip
+	// to the server, so a second is a server in trouble.
+	defaultStatfsTimeout = time.Second
+	// minimumStatfsTimeout keeps a typo ("1ms" for "1s") from skipping
+	// every healthy NFS mount.
+	minimumStatfsTimeout = 10 * time.Millisecond
+	defaultKmsgPath      = "/dev/kmsg"
+)
+
+// defaultDiskDevices matches the whole-disk names of the common guest
+// block drivers: virtio-blk (vda), Xen (xvda), SCSI/virtio-scsi/SATA (sda)
+// and NVMe namespaces (nvme0n1). Partitions are excluded separately (see
+// diskstats.go), so a wider regex cannot let them in.
+const defaultDiskDevices = `^(vd[a-z]+|xvd[a-z]+|sd[a-z]+|nvme[0-9]+n[0-9]+)$`
+
+// defaultMountPointsExclude leaves out the kernel's pseudo trees, where a
+// bind-mounted disk filesystem would only repeat a real mount point.
+const defaultMountPointsExclude = `^/(dev|proc|sys)($|/)`
+
+// defaultFilesystemTypes are the disk and network filesystems whose usage
+// an operator alerts on; pseudo filesystems (tmpfs, overlay, cgroup, ...)
+// are not a disk.
+var defaultFilesystemTypes = []string{"ext2", "ext3", "ext4", "xfs", "btrfs", "vfat", "nfs", "nfs4"}
+
+// config is the plugin's section of the host configuration
+// (plugins.guest.config); the json tags are its keys.
+type config struct {
+	// DiskDevices selects the whole disks of <procfs>/diskstats by name.
+	DiskDevices string `json:"disk_devices"`
+	// FilesystemTypes are the mount types whose usage is read with statfs.
+	FilesystemTypes []string `json:"filesystem_types"`
+	// MountPointsExclude leaves mount points out by path.
+	MountPointsExclude string `json:"mount_points_exclude"`
+	// StatfsTimeout bounds the statfs calls of a scrape.
+	StatfsTimeout duration `json:"statfs_timeout"`
+	// Kmsg enables the soft-lockup tailer (default true).
+	Kmsg *bool `json:"kmsg"`
+	// KmsgPath is the kernel log device.
+	KmsgPath string `json:"kmsg_path"`
+
+	// Compiled by validate; not keys.
+	diskRE, excludeRE *regexp.Regexp
+}
+
+// defaultConfig returns the settings of an empty section.
+func defaultConfig() config {
+	return config{
+		DiskDevices:        defaultDiskDevices,
+		FilesystemTypes:    slices.Clone(defaultFilesystemTypes), // Decode writes into the slice
+		MountPointsExclude: defaultMountPointsExclude,
+		StatfsTimeout:      duration{Duration: defaultStatfsTimeout},
+		KmsgPath:           defaultKmsgPath,
+	}
+}
+
+// validate checks the settings, naming the key of the first bad one, and
+// compiles the regexes.
+func (c *config) validate() error {
+	var err error
+	if c.diskRE, err = regexp.Compile(c.DiskDevices); err != nil {
+		return fmt.Errorf("disk_devices: %w", err)
+	}
+	if c.excludeRE, err = regexp.Compile(c.MountPointsExclude); err != nil {
+		return fmt.Errorf("mount_points_exclude: %w", err)
+	}
+	types := make([]string, 0, len(c.FilesystemTypes))
+	for i, t := range c.FilesystemTypes {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			return fmt.Errorf("filesystem_types[%d]: empty filesystem type", i)
+		}
+		if strings.ContainsAny(t, " \t\n,") {
+			return fmt.Errorf("filesystem_types[%d]: %q is not a filesystem type name like ext4", i, t)
+		}
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	c.FilesystemTypes = types
+	if c.StatfsTimeout.err != nil {
+		return fmt.Errorf("statfs_timeout: %w", c.StatfsTimeout.err)
+	}
+	if d := c.StatfsTimeout.Duration; d < minimumStatfsTimeout {
+		return fmt.Errorf("statfs_timeout: %s is below the minimum of %s", d, minimumStatfsTimeout)
+	}
+	if c.kmsgEnabled() && c.KmsgPath == "" {
+		return errors.New("kmsg_path: must not be empty while kmsg is on")
+	}
+	return nil
+}
+
+// kmsgEnabled tells whether the soft-lockup tailer should run (kmsg unset
+// means true).
+func (c *config) kmsgEnabled() bool { return c.Kmsg == nil || *c.Kmsg }
+
+// duration is a time span written as a Go duration string ("5m", "90s") or
+// a number of seconds. A value that is neither does not fail the decode: it
+// is kept in err for validate, which reports it under its key (a decoder
+// error from inside a value cannot say which key it came from).
+type duration struct {
+	time.Duration
+	err error
+}
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	d.Duration, d.err = 0, nil
+	switch x := v.(type) {
+	case string:
+		d.Duration, d.err = time.ParseDuration(x)
+	case float64:
+		d.Duration = time.Duration(x * float64(time.Second))
+	default:
+		d.err = fmt.Errorf("%s is neither a duration string like \"1s\" nor a number of seconds", b)
+	}
+	return nil
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/prometheus/procfs"
+	"github.com/prometheus/procfs/blockdevice"
+
+	"github.com/plexporter/plexporter/sdk"
+)
+
+// statfsReserve is the part of the scrape's remaining time the statfs calls
+// leave for writing and sending the samples.
+const statfsReserve = 100 * time.Millisecond
+
+// plugin exports a VM guest's own view of its health: procfs on every
+// scrape, statfs on the mounts bounded by the scrape's deadline, and the
+// soft lockups a background tailer of the kernel log has counted.
+type plugin struct {
+	log      warner
+	openKmsg func(path string) (io.ReadCloser, error)
+	// kernelOnly counts only records the kernel wrote. The test that
+	// writes a synthetic report to the real /dev/kmsg turns it off: the
+	// kernel stamps whatever userspace writes with a user facility.
+	kernelOnly bool
+
+	// errs and statfs outlive a re-Configure: the counter never goes back,
+	// and a statfs still blocked from before is still not started twice.
+	errs   errorCounts
+	statfs *statfsRunner
+
+	mu      sync.Mutex
+	cfg     config
+	paths   sdk.Paths
+	kmsgOn  bool
+	tailer  *kmsgTailer // nil when kmsg is off or could not be opened
+	openErr error       // why the tailer could not start, until reported
+}
+
+// warner is the part of the SDK's logger the plugin uses (whichever logger
+// type sdk.Logger returns).
+type warner interface {
+	Warn(msg string, args ...any)
+}
+
+// failFunc reports a partial failure of a scrape and counts it.
+type failFunc func(collector string, err error)
+
+// sources are the kernel trees a scrape reads.
+type sources struct {
+	procRoot string
+	proc     procfs.FS
+	block    blockdevice.FS
+}
+
+// errorCounts holds guest_collection_errors_total: failures by collector
+// since the plugin started. Collect counts what it reports; the kmsg tailer
+// counts its failures from its goroutine when they happen.
+type errorCounts struct {
+	mu sync.Mutex
+	n  map[string]uint64
+}
+
+func (e *errorCounts) add(collector string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n == nil {
+		e.n = map[string]uint64{}
+	}
+	e.n[collector]++
+}
+
+func (e *errorCounts) count(collector string) uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n[collector]
+}
+
+func newPlugin() *plugin {
+	return &plugin{
+		log:        sdk.Logger(),
+		openKmsg:   openKmsg,
+		kernelOnly: true,
+		statfs:     newStatfsRunner(statfs, time.Now),
+	}
+}
+
+func (p *plugin) Info() sdk.Info {
+	return sdk.Info{
+		Name:    "guest",
+		Version: sdk.BuildVersion(),
+		Metrics: catalogue,
+		Sandbox: sdk.SandboxHints{
+			Capabilities: []string{"CAP_SYSLOG"},
+			ReadOnlyPaths: []string{
+				"/proc/stat", "/proc/pressure", "/proc/meminfo", "/proc/diskstats",
+				"/proc/self/mountinfo", "/sys/block",
+			},
+			Devices: []string{defaultKmsgPath},
+		},
+	}
+}
+
+// Configure validates the settings and starts the kernel-log tailer. A
+// second Configure keeps a running tailer on the same device, so that
+// kernel_soft_lockups_total does not go back to 0.
+func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
+	c := defaultConfig()
+	if err := cfg.Decode(&c); err != nil {
+		return err
+	}
+	if err := c.validate(); err != nil {
+		return err
+	}
+	kmsgOn := c.kmsgEnabled() && anyEnabled(cfg, descSoftLockups)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cfg, p.paths, p.kmsgOn = c, cfg.Paths, kmsgOn
+	if p.tailer != nil && (!kmsgOn || p.tailer.path != c.KmsgPath) {
+		p.tailer.stop()
+		p.tailer = nil
+	}
+	p.openErr = nil
+	if kmsgOn && p.tailer == nil {
+		r, err := p.openKmsg(c.KmsgPath)
+		if err != nil {
+			// Not a configuration error: the same settings work once the
+			// plugin has the privilege (CAP_SYSLOG under dmesg_restrict=1)
+			// or the device (a container without /dev/kmsg).
+			p.errs.add(collectorKmsg)
+			p.openErr = fmt.Errorf("open the kernel log: %w; soft lockups are not counted", err)
+			p.log.Warn("cannot read the kernel log: kernel_soft_lockups_total is not exported; reading /dev/kmsg needs CAP_SYSLOG when kernel.dmesg_restrict is 1",
+				"path", c.KmsgPath, "error", err)
+			return nil
+		}
+		p.tailer = newKmsgTailer(c.KmsgPath, r, p.kernelOnly, p.log, func() { p.errs.add(collectorKmsg) })
+		p.tailer.start()
+	}
+	return nil
+}
+
+// anyEnabled mirrors Writer.Enabled for Configure time.
+func anyEnabled(cfg sdk.Config, ds ...*sdk.Desc) bool {
+	for _, d := range ds {
+		if cfg.Filter.Allow(d.Name) || (cfg.MetricPrefix != "" && cfg.Filter.Allow(cfg.MetricPrefix+d.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Close stops the kernel-log tailer (sdk.Closer). A statfs still blocked
+// cannot be stopped; its goroutine ends when the call returns.
+func (p *plugin) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tailer != nil {
+		p.tailer.stop()
+		p.tailer = nil
+	}
+	return nil
+}
+
+// Collect reads procfs, runs statfs on the mounts until the deadline and
+// writes the soft lockups counted so far.
+func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
+	p.mu.Lock()
+	c, paths, kmsgOn, tailer, openErr := p.cfg, p.paths, p.kmsgOn, p.tailer, p.openErr
+	p.openErr = nil // reported once, below
+	p.mu.Unlock()
+	fail := func(collector string, err error) {
+		p.errs.add(collector)
+		w.Error(collector, err)
+	}
+	defer p.writeErrors(w, kmsgOn)
+
+	src, err := openSources(paths)
+	if err != nil {
+		fail(collectorStat, err)
+		return nil
+	}
+	if anyWriterEnabled(w, descCPUSteal, descCPUCount, descProcsRunning, descProcsBlocked) {
+		writeStat(w, src.proc, fail)
+	}
+	writePressure(w, src.proc, src.procRoot, fail)
+	if anyWriterEnabled(w, descMemAvailable, descSwapUsed) {
+		writeMeminfo(w, src.proc, fail)
+	}
+	if anyWriterEnabled(w, diskDescs...) {
+		writeDiskstats(w, src, c.diskRE, fail)
+	}
+	if anyWriterEnabled(w, filesystemDescs...) {
+		p.collectFilesystems(ctx, w, src, paths.Rootfs, c, fail)
+	}
+
+	if openErr != nil {
+		w.Error(collectorKmsg, openErr) // counted when it happened
+	}
+	if tailer != nil {
+		if err := tailer.unreported(); err != nil {
+			w.Error(collectorKmsg, err) // counted by the tailer
+		}
+		w.Counter(descSoftLockups, float64(tailer.lockups.Load()))
+	}
+	return ctx.Err()
+}
+
+// collectFilesystems statfs's the selected mounts, never past the scrape's
+// deadline (less statfsReserve) nor statfs_timeout.
+func (p *plugin) collectFilesystems(ctx context.Context, w *sdk.Writer, src sources, rootfs string, c config, fail failFunc) {
+	mounts, err := selectMounts(src.proc, rootfs, c.FilesystemTypes, c.excludeRE)
+	if err != nil {
+		fail(collectorFilesystem, err)
+		return
+	}
+	deadline := time.Now().Add(c.StatfsTimeout.Duration)
+	if d, ok := ctx.Deadline(); ok && d.Add(-statfsReserve).Before(deadline) {
+		deadline = d.Add(-statfsReserve)
+	}
+	writeFilesystems(w, mounts, p.statfs.run(mounts, deadline), fail)
+}
+
+func openSources(paths sdk.Paths) (sources, error) {
+	proc, err := procfs.NewFS(paths.Procfs)
+	if err != nil {
+		return sources{}, err
+	}
+	block, err := blockdevice.NewFS(paths.Procfs, paths.Sysfs)
+	if err != nil {
+		return sources{}, err
+	}
+	return sources{procRoot: paths.Procfs, proc: proc, block: block}, nil
+}
+
+func anyWriterEnabled(w *sdk.Writer, ds ...*sdk.Desc) bool {
+	for _, d := range ds {
+		if w.Enabled(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeErrors writes guest_collection_errors_total, every collector from
+// the first scrape on so that rate() works from zero (kmsg while the tailer
+// is configured).
+func (p *plugin) writeErrors(w *sdk.Writer, kmsgOn bool) {
+	for _, c := range errorCollectors {
+		w.Counter(descCollectionErrors, float64(p.errs.count(c)), c)
+	}
+	if kmsgOn {
+		w.Counter(descCollectionErrors, float64(p.errs.count(collectorKmsg)), collectorKmsg)
+	}
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"testing"
+
+	"github.com/plexporter/plexporter/sdk/sdktest"
+)
+
+const ruleFile = "plexporter-guest.rules.yml"
+
+func TestPromtoolCheckRules(t *testing.T) {
+	sdktest.PromtoolRules(t, ruleFile)
+}
+
+// TestPromtoolTestRules evaluates the recording rules on series shaped like
+// the vm fixture's output (testdata/rules.test.yml).
+func TestPromtoolTestRules(t *testing.T) {
+	cmd := exec.Command(sdktest.PromtoolBinary(t), "test", "rules", "rules.test.yml")
+	cmd.Dir = "testdata"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
+// TestRulesUseCataloguedMetrics catches a rule that reads a family the
+// plugin does not export (a typo would just record nothing).
+func TestRulesUseCataloguedMetrics(t *testing.T) {
+	known := map[string]bool{}
+	for _, d := range catalogue {
+		known[d.Name] = true
+	}
+	b, err := os.ReadFile(ruleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expr := regexp.MustCompile(`(?m)^\s+expr: (.*)$`)
+	family := regexp.MustCompile(`\b[a-z_]+_(?:total|bytes|ratio|running|blocked|used|inodes)\b`)
+	n := 0
+	for _, m := range expr.FindAllStringSubmatch(string(b), -1) {
+		for _, name := range family.FindAllString(m[1], -1) {
+			n++
+			if !known[name] {
+				t.Errorf("%s reads %s, which the plugin does not export", ruleFile, name)
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("%s: found only %d plugin families in its expressions", ruleFile, n)
+	}
+}
