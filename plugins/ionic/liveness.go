@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	prom "github.com/prometheus/procfs"
 )
@@ -96,4 +97,58 @@ func (p procfs) uptime() (float64, error) {
 		return 0, fmt.Errorf("%s: %w", filepath.Join(p.root, "uptime"), err)
 	}
 	return up, nil
+}
+
+// reuseGrace is how much later than its statistics file's last write a
+// process may have started and still be taken for the instance's server.
+// A server writes the file about once a second from its start; the margin
+// covers a slow first write.
+const reuseGrace = 60 * time.Second
+
+// serverWatch tells an instance's server from another process that was
+// given its pid after the server died (the manifest still lists the dead
+// server's pid until the launcher rewrites it).
+type serverWatch struct {
+	first map[string]incarnation // per instance: the process first seen alive at the manifest's pid
+}
+
+func newServerWatch() *serverWatch { return &serverWatch{first: map[string]incarnation{}} }
+
+// check returns proc, marked gone when it is not the server, and the
+// incarnation the instance's statistics belong to. A live process is not
+// the server when the same pid was first seen with another start time, or
+// when it started more than reuseGrace after the statistics file was last
+// written (statsMtime; zero when there is none). startEpoch converts a
+// start tick to Unix seconds (ok false when the node's uptime is unknown).
+func (sw *serverWatch) check(id string, pid int, proc process, statsMtime time.Time, startEpoch func(uint64) (float64, bool)) (process, incarnation) {
+	inc := incarnation{pid: pid, startTick: proc.startTick}
+	first, seen := sw.first[id]
+	if seen && first.pid != pid {
+		seen = false // the launcher wrote a new pid: a new server
+	}
+	if proc.state != procAlive || proc.startTick == 0 {
+		if seen {
+			return proc, first
+		}
+		return proc, inc
+	}
+	if seen && first.startTick != proc.startTick {
+		return process{state: procGone}, first // the pid was reused
+	}
+	if !statsMtime.IsZero() {
+		if start, ok := startEpoch(proc.startTick); ok && start > float64(statsMtime.Unix())+reuseGrace.Seconds() {
+			return process{state: procGone}, incarnation{pid: pid} // started long after the server's last write
+		}
+	}
+	sw.first[id] = inc
+	return proc, inc
+}
+
+// forget drops the instances not in ids (removed from the manifest).
+func (sw *serverWatch) forget(ids map[string]bool) {
+	for id := range sw.first {
+		if !ids[id] {
+			delete(sw.first, id)
+		}
+	}
 }

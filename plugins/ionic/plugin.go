@@ -23,13 +23,14 @@ type plugin struct {
 	getenv func(string) string // os.Getenv; tests replace it
 	now    func() time.Time    // time.Now; tests replace it
 
-	mu     sync.Mutex // one collect at a time: the keeper is shared state
+	mu     sync.Mutex // one collect at a time: the keeper and watch are shared state
 	keep   *keeper
+	watch  *serverWatch
 	errors map[string]float64 // cumulative, by collector
 }
 
 func newPlugin() *plugin {
-	return &plugin{getenv: os.Getenv, now: time.Now, keep: newKeeper(), errors: map[string]float64{}}
+	return &plugin{getenv: os.Getenv, now: time.Now, keep: newKeeper(), watch: newServerWatch(), errors: map[string]float64{}}
 }
 
 func (p *plugin) Info() sdk.Info {
@@ -97,18 +98,34 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		}
 		return uptime
 	}
+	now := p.now()
+	nowEpoch := float64(now.Unix()) + float64(now.Nanosecond())/1e9
+	startEpoch := func(tick uint64) (float64, bool) {
+		u := nodeUptime()
+		return nowEpoch - (u - float64(tick)/userHZ), u > 0
+	}
+	ids := map[string]bool{}
 	for _, in := range insts {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		ids[in.ID] = true
+		file, hasFile := files[in.num]
+		hasFile = hasFile && in.isID
+		var mtime time.Time
+		if hasFile {
+			if fi, err := os.Stat(file); err == nil {
+				mtime = fi.ModTime()
+			}
 		}
 		proc, err := p.proc.lookup(in.PID)
 		if err != nil {
 			p.fail(w, collectorProcfs, fmt.Errorf("instance %s pid %d: %w", in.ID, in.PID, err))
 		}
+		proc, inc := p.watch.check(in.ID, in.PID, proc, mtime, startEpoch)
 		p.writeInstance(w, in, proc, nodeUptime)
 
-		file, ok := files[in.num]
-		if !in.isID || !ok {
+		if !hasFile {
 			continue // no .stats file: only the manifest's series, as in ernic-exporter
 		}
 		s, trusted, err := readStable(ctx, file)
@@ -116,13 +133,14 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			p.fail(w, collectorStats, err)
 			continue
 		}
-		s, torn := p.keep.accept(in.ID, incarnation{in.PID, proc.startTick}, s, trusted)
+		s, torn := p.keep.accept(in.ID, inc, s, trusted)
 		w.Counter(descTornReads, torn, in.ID, in.Role)
 		if s != nil {
 			writeStats(w, in, s)
 		}
 	}
 	p.keep.sweep()
+	p.watch.forget(ids)
 	return nil
 }
 
@@ -272,8 +290,7 @@ func sum(s *stats, keys []string) float64 {
 			total.Add(total, n)
 		}
 	}
-	f, _ := new(big.Float).SetInt(total).Float64()
-	return f
+	return bigToFloat(total)
 }
 
 func (p *plugin) writeErrors(w *sdk.Writer) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"math/big"
 	"strings"
 )
@@ -41,12 +42,21 @@ type value struct {
 // missing or non-integer value as 0, and so does the plugin; a negative
 // integer, which no u64 field of the server can print, is 0 too (a
 // counter cannot be negative). Integers beyond 2^64 are kept, rounded to
-// float64, as the original's Python int does.
+// float64, as the original's Python int is; one beyond float64's range
+// (over 308 digits), which the original fails the whole scrape on, is 0.
 func (v value) counter() float64 {
 	if v.n == nil || v.n.Sign() < 0 {
 		return 0
 	}
-	f, _ := new(big.Float).SetInt(v.n).Float64()
+	return bigToFloat(v.n)
+}
+
+// bigToFloat rounds a non-negative integer to float64; beyond its range, 0.
+func bigToFloat(n *big.Int) float64 {
+	f, _ := new(big.Float).SetInt(n).Float64()
+	if math.IsInf(f, 0) {
+		return 0
+	}
 	return f
 }
 
