@@ -27,9 +27,16 @@ func requireRoot(t *testing.T) {
 // its programs when the test ends.
 func start(t *testing.T, cfg map[string]any) (*plugin, pluginv1.PluginServiceClient) {
 	t.Helper()
+	return startIn(t, cfg, "/proc")
+}
+
+// startIn is start with another procfs root (for a mounts file the test
+// writes).
+func startIn(t *testing.T, cfg map[string]any, procfs string) (*plugin, pluginv1.PluginServiceClient) {
+	t.Helper()
 	p := newPlugin()
 	p.logf = func(msg string, args ...any) { t.Log(append([]any{msg}, args...)...) }
-	c := sdktest.Client(t, p, sdktest.Options{Config: cfg, Sysfs: "/sys", Procfs: "/proc", Rootfs: "/"})
+	c := sdktest.Client(t, p, sdktest.Options{Config: cfg, Sysfs: "/sys", Procfs: procfs, Rootfs: "/"})
 	t.Cleanup(p.Close)
 	return p, c
 }
@@ -151,3 +158,25 @@ func testDiskIO(t *testing.T, attach string) {
 }
 
 func TestDiskTPBTF(t *testing.T) { testDiskIO(t, attachTPBTF) }
+
+// TestDiskTracepoint forces the classic-tracepoint fallback (dev+sector
+// keys, rwbs, tracefs ids).
+func TestDiskTracepoint(t *testing.T) {
+	requireRoot(t)
+	requireTracefs(t)
+	testDiskIO(t, attachTracepoint)
+}
+
+// requireTracefs mounts tracefs at /sys/kernel/tracing when it is not
+// mounted (a fresh machine), for the classic-tracepoint tests.
+func requireTracefs(t *testing.T) {
+	t.Helper()
+	const dir = "/sys/kernel/tracing"
+	if _, err := os.Stat(filepath.Join(dir, "events")); err == nil {
+		return
+	}
+	if err := unix.Mount("nodev", dir, "tracefs", 0, ""); err != nil {
+		t.Skipf("tracefs is not mounted and cannot be: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, 0) })
+}

@@ -165,15 +165,18 @@ int BPF_PROG(tpbtf_block_rq_complete, struct request *rq, int error, unsigned in
 }
 
 /* rwbs_op reads the direction from a classic event's rwbs string: an
- * optional 'F' (preflush) and then the operation letter. */
+ * optional 'F' (preflush) and then the operation letter. The verifier
+ * refuses loads through a moved context pointer (ctx + offsetof(rwbs)),
+ * so the two characters are copied out with a helper. */
 static __always_inline int rwbs_op(const char *rwbs)
 {
-	char c = rwbs[0];
-	if (c == 'F')
-		c = rwbs[1];
-	if (c == 'R')
+	char c[2];
+	if (bpf_probe_read_kernel(c, sizeof(c), rwbs))
+		return -1;
+	char op = c[0] == 'F' ? c[1] : c[0];
+	if (op == 'R')
 		return DISK_READ;
-	if (c == 'W')
+	if (op == 'W')
 		return DISK_WRITE;
 	return -1;
 }

@@ -137,12 +137,16 @@ int tp_tcp_retransmit_skb(struct trace_event_raw_tcp_retransmit_skb *ctx)
 {
 	struct addr a;
 	__u16 family = ctx->family;
+	/* Copied with a helper: the verifier refuses loads through a moved
+	 * context pointer (ctx + offsetof(daddr)). */
 	if (family == AF_INET) {
 		__be32 v4;
-		__builtin_memcpy(&v4, ctx->daddr, 4);
+		if (bpf_probe_read_kernel(&v4, sizeof(v4), ctx->daddr))
+			return 0;
 		mapped_v4(&a, v4);
 	} else if (family == AF_INET6) {
-		__builtin_memcpy(&a, ctx->daddr_v6, 16);
+		if (bpf_probe_read_kernel(&a, sizeof(a), ctx->daddr_v6))
+			return 0;
 	} else {
 		return 0;
 	}
