@@ -418,13 +418,7 @@ func (s *Supervisor) warnDrift(h *pluginv1.SandboxHints) {
 // configure sends the settings. INVALID_ARGUMENT is the plugin rejecting
 // them (a rejectedError); its warnings are logged, once per start.
 func (s *Supervisor) configure(ctx context.Context, client pluginv1.PluginServiceClient) error {
-	resp, err := client.Configure(ctx, &pluginv1.ConfigureRequest{
-		Config:          s.settings.Config,
-		EnabledMetrics:  s.settings.Enabled,
-		DisabledMetrics: s.settings.Disabled,
-		MetricPrefix:    s.settings.MetricPrefix,
-		Paths:           s.settings.Paths,
-	})
+	resp, err := client.Configure(ctx, s.settings.ConfigureRequest())
 	if status.Code(err) == codes.InvalidArgument {
 		return &rejectedError{message: status.Convert(err).Message()}
 	}
