@@ -48,6 +48,7 @@ type drainer struct {
 	readers    map[string]*reader // by path
 	rejected   map[string]fileSig // files that are no ring, until they change
 	tombstones map[string]fileSig // expired rings, until they change
+	duplicates map[string]fileID  // files whose agent name another directory has
 	lastRescan time.Time
 	scratch    []byte
 
@@ -89,7 +90,7 @@ func newDrainer(c config, procfs string) *drainer {
 		dirs: c.TelemetryDirs, interval: c.DrainInterval.Duration, rescanInterval: c.RescanInterval.Duration,
 		staleAfter: c.StaleAfter.Duration, bounds: c.HistogramBucketsUS.bounds, now: time.Now,
 		agents: map[string]*agent{}, errs: map[string]uint64{}, pendingErrs: map[string]pendingError{},
-		readers: map[string]*reader{}, rejected: map[string]fileSig{}, tombstones: map[string]fileSig{},
+		readers: map[string]*reader{}, rejected: map[string]fileSig{}, tombstones: map[string]fileSig{}, duplicates: map[string]fileID{},
 		syncReq: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if c.mappingLiveness() {
@@ -185,10 +186,14 @@ func (d *drainer) rescan() {
 			path := filepath.Join(dir, e.Name())
 			seen[path] = true
 			if other, dup := byName[e.Name()]; dup {
-				d.readerError(e.Name(), &formatError{reason: reasonDuplicateName,
-					msg: fmt.Sprintf("%s: agent name %q is already read from %s; only that file is drained", path, e.Name(), other)})
+				if id, err := statID(path); err != nil || d.duplicates[path] != id {
+					d.duplicates[path] = id // reported once per file
+					d.readerError(e.Name(), &formatError{reason: reasonDuplicateName,
+						msg: fmt.Sprintf("%s: agent name %q is already read from %s; only that file is drained", path, e.Name(), other)})
+				}
 				continue
 			}
+			delete(d.duplicates, path)
 			byName[e.Name()] = path
 			d.track(path, e.Name())
 		}
@@ -208,6 +213,11 @@ func (d *drainer) rescan() {
 	for path := range d.tombstones {
 		if !seen[path] {
 			delete(d.tombstones, path)
+		}
+	}
+	for path := range d.duplicates {
+		if !seen[path] {
+			delete(d.duplicates, path)
 		}
 	}
 }

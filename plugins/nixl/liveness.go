@@ -29,9 +29,13 @@ type fileSig struct {
 // mappedFiles reports which of want are mapped by a process whose maps
 // the plugin can read under procfs. denied counts the processes whose maps
 // it could not read (other users' processes when not running as root):
-// such a process may map a file without the plugin knowing.
+// such a process may map a file without the plugin knowing. The plugin's
+// own mappings do not count: it is found as procfs's "self", which names
+// its pid as the host sees it (os.Getpid is the pid in the plugin's own
+// namespace).
 func mappedFiles(procfs string, want map[fileID]bool) (found map[fileID]bool, denied int) {
 	found = map[fileID]bool{}
+	self, _ := os.Readlink(filepath.Join(procfs, "self"))
 	d, err := os.Open(procfs)
 	if err != nil {
 		return found, 1
@@ -44,7 +48,7 @@ func mappedFiles(procfs string, want map[fileID]bool) (found map[fileID]bool, de
 	}
 	buf := make([]byte, 64<<10)
 	for _, name := range names {
-		if _, err := strconv.ParseUint(name, 10, 32); err != nil {
+		if _, err := strconv.ParseUint(name, 10, 32); err != nil || name == self {
 			continue
 		}
 		f, err := os.Open(filepath.Join(procfs, name, "maps"))
