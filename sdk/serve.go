@@ -13,30 +13,18 @@ import (
 	"github.com/plexporter/plexporter/sdk/transport"
 )
 
-var logger = hclog.New(&hclog.LoggerOptions{
-	// JSON on stderr: go-plugin on the host side parses it and re-logs each
-	// line under the plugin's name at the right level.
-	JSONFormat: true,
-	Output:     os.Stderr,
-	Level:      hclog.Info,
-})
-
-// Logger is the plugin's logger. Its output reaches the host's log, tagged
-// with the plugin's name.
-func Logger() hclog.Logger { return logger }
-
 // Serve runs the plugin until the host stops it or goes away. Call it from
 // main; it does not return.
 func Serve(p Plugin) {
 	if lvl := os.Getenv(transport.LogLevelEnv); lvl != "" {
-		logger.SetLevel(hclog.LevelFromString(lvl))
+		sink.SetLevel(hclog.LevelFromString(lvl))
 	}
 	watchLifeline()
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  transport.Handshake,
 		VersionedPlugins: transport.PluginSet(NewServer(p, logger)),
 		GRPCServer:       plugin.DefaultGRPCServer,
-		Logger:           logger,
+		Logger:           sink,
 	})
 	// go-plugin returns when the host closed the connection (it stopped us,
 	// or it died): let the plugin stop its background work, then make sure

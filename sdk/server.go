@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 
-	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -22,7 +22,7 @@ func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 type server struct {
 	pluginv1.UnimplementedPluginServiceServer
 	plugin       Plugin
-	log          hclog.Logger
+	log          *slog.Logger
 	batchSamples int
 
 	mu         sync.RWMutex
@@ -38,9 +38,9 @@ type server struct {
 
 // NewServer wraps a Plugin as a PluginServiceServer. Serve does this for
 // you; sdktest and custom hosts use it directly.
-func NewServer(p Plugin, log hclog.Logger) pluginv1.PluginServiceServer {
+func NewServer(p Plugin, log *slog.Logger) pluginv1.PluginServiceServer {
 	if log == nil {
-		log = hclog.NewNullLogger()
+		log = slog.New(slog.DiscardHandler)
 	}
 	return &server{plugin: p, log: log, collecting: make(chan struct{}, 1)}
 }

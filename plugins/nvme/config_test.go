@@ -1,10 +1,9 @@
 package main
 
 import (
+	"log/slog"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/sdktest"
@@ -14,7 +13,7 @@ import (
 // when the test ends.
 func quietPlugin(t *testing.T) *plugin {
 	p := newPlugin()
-	p.log = hclog.NewNullLogger()
+	p.log = slog.New(slog.DiscardHandler)
 	t.Cleanup(func() { p.Close() })
 	return p
 }

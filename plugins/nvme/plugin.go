@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/plexporter/plexporter/sdk"
 )
@@ -16,7 +15,7 @@ import (
 type plugin struct {
 	open        openFunc
 	now         func() time.Time
-	log         hclog.Logger
+	log         *slog.Logger
 	minInterval time.Duration
 
 	// errs outlives a re-Configure, so the counter never goes back.

@@ -2,14 +2,13 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
@@ -30,7 +29,7 @@ func testPlugin(t testing.TB, f *fakeDevices) *plugin {
 	p := newPlugin()
 	p.open = f.open
 	p.now = func() time.Time { return fixedNow }
-	p.log = hclog.NewNullLogger()
+	p.log = slog.New(slog.DiscardHandler)
 	p.minInterval = 0
 	t.Cleanup(func() { p.Close() })
 	return p
@@ -131,7 +130,7 @@ func TestNoCapability(t *testing.T) {
 	f.openErrs["nvme2"] = syscall.EACCES // device node not accessible
 	p := testPlugin(t, f)
 	var logs strings.Builder
-	p.log = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+	p.log = slog.New(slog.NewTextHandler(&logs, nil))
 	// Missing privilege must not fail the scrape or spam errors.
 	text := sdktest.CleanGolden(t, runAfterFirstRound(t, p, 3, sdktest.Options{Sysfs: root}), "testdata/nocap.golden")
 	checkExposition(t, text)

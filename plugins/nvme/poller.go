@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 )
 
 // smartState is the cached outcome of a controller's SMART log reads.
@@ -39,7 +38,7 @@ type poller struct {
 	interval      time.Duration
 	open          openFunc
 	now           func() time.Time
-	log           hclog.Logger
+	log           *slog.Logger
 	failed        func() // called once per failed read, for the error counter
 
 	mu         sync.Mutex
@@ -53,7 +52,7 @@ type poller struct {
 	exited chan struct{} // closed when the loop has returned
 }
 
-func newPoller(sysfs, devDir string, interval time.Duration, open openFunc, now func() time.Time, log hclog.Logger, failed func()) *poller {
+func newPoller(sysfs, devDir string, interval time.Duration, open openFunc, now func() time.Time, log *slog.Logger, failed func()) *poller {
 	return &poller{
 		sysfs: sysfs, devDir: devDir, interval: interval,
 		open: open, now: now, log: log, failed: failed,

@@ -121,7 +121,7 @@ type Conn struct {
 // plugin) and configures it with opts. The connection closes with the test.
 func Client(t testing.TB, p sdk.Plugin, opts Options) *Conn {
 	t.Helper()
-	c := &Conn{PluginServiceClient: connect(t, sdk.NewServer(p, nil)), opts: opts}
+	c := &Conn{PluginServiceClient: connect(t, sdk.NewServer(p, sdk.Logger())), opts: opts}
 	cfg, err := structpb.NewStruct(opts.Config)
 	if err != nil {
 		t.Fatalf("plugin config: %v", err)
