@@ -24,7 +24,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Revision=$(REVISION) \
             -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build run demo test unit lint cross proto proto-check tools bench clean package image-rootfs python-stubs python-stubs-check
+.PHONY: all build run demo test unit lint cross proto proto-check tools bench clean package image-rootfs python-example python-stubs python-stubs-check
 
 all: build
 
@@ -103,6 +103,14 @@ bench: build
 ## proto: regenerate the committed Go code from proto/
 proto: tools
 	PATH=$(TOOLS):$$PATH $(TOOLS)/buf generate
+
+## python-example: the Python example plugin (examples/python), packed into
+##                 one executable with its stubs, and its manifest, in
+##                 $(BIN)/python: ./$(BIN)/plexporter --plugin.dir=$(BIN)/python
+python-example:
+	@mkdir -p $(BIN)/python
+	examples/python/package.sh $(BIN)/python/plexporter-pyexample
+	cp examples/python/plexporter-pyexample.yaml $(BIN)/python/
 
 ## python-stubs: regenerate the Python example's stubs (examples/python)
 ##               from proto/ with Debian's python3-grpc-tools

@@ -22,11 +22,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/plexporter/plexporter/internal/syncbuf"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
@@ -130,11 +133,10 @@ func hostEnv(socketDir, clientPEM string) []string {
 	}
 }
 
-func TestHandshake(t *testing.T) {
-	socketDir := t.TempDir()
-	cert, certPEM := clientCert(t)
-	p := startPlugin(t, hostEnv(socketDir, certPEM)...)
-
+// handshake checks the plugin's handshake line and returns the socket and
+// the plugin's certificate it names.
+func (p *plugin) handshake(t *testing.T, socketDir string) (string, *x509.Certificate) {
+	t.Helper()
 	fields := strings.Split(strings.TrimSuffix(p.line, "\n"), "|")
 	if len(fields) != 6 || fields[0] != "1" || fields[1] != "1" || fields[2] != "unix" || fields[4] != "grpc" {
 		t.Fatalf("handshake line %q, want 1|1|unix|<socket>|grpc|<certificate>", p.line)
@@ -158,20 +160,39 @@ func TestHandshake(t *testing.T) {
 	if err := serverCert.VerifyHostname("localhost"); err != nil {
 		t.Errorf("server certificate: %v", err)
 	}
+	return socket, serverCert
+}
 
+// dial connects as the host does: trusting exactly the plugin's
+// certificate, for server name localhost, presenting client.
+func dial(t *testing.T, socket string, server *x509.Certificate, client []tls.Certificate) *grpc.ClientConn {
+	t.Helper()
 	roots := x509.NewCertPool()
-	roots.AddCert(serverCert) // the host trusts exactly the plugin's certificate
+	roots.AddCert(server)
+	conn, err := grpc.NewClient("unix:"+socket, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
+		RootCAs: roots, ServerName: "localhost", Certificates: client,
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func callContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestHandshake(t *testing.T) {
+	socketDir := t.TempDir()
+	cert, certPEM := clientCert(t)
+	p := startPlugin(t, hostEnv(socketDir, certPEM)...)
+	socket, serverCert := p.handshake(t, socketDir)
 	info := func(client []tls.Certificate) (*pluginv1.InfoResponse, error) {
-		conn, err := grpc.NewClient("unix:"+socket, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
-			RootCAs: roots, ServerName: "localhost", Certificates: client,
-		})))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return pluginv1.NewPluginServiceClient(conn).Info(ctx, &pluginv1.InfoRequest{})
+		conn := dial(t, socket, serverCert, client)
+		return pluginv1.NewPluginServiceClient(conn).Info(callContext(t), &pluginv1.InfoRequest{})
 	}
 	resp, err := info([]tls.Certificate{cert})
 	if err != nil {
@@ -219,5 +240,58 @@ func TestRefusesToRunByHand(t *testing.T) {
 	out, err := exec.Command(filepath.Join(binDir, "plexporter-pyexample")).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "plexporter host runs it") {
 		t.Errorf("run by hand: %v, %q; want a non-zero exit that says the host runs it", err, out)
+	}
+}
+
+// TestHealthAndShutdown: go-plugin's health service answers SERVING for
+// "plugin", and GRPCController/Shutdown, which the host calls when it stops
+// a plugin, makes it exit within the host's 2 s grace.
+func TestHealthAndShutdown(t *testing.T) {
+	socketDir := t.TempDir()
+	cert, certPEM := clientCert(t)
+	p := startPlugin(t, hostEnv(socketDir, certPEM)...)
+	socket, serverCert := p.handshake(t, socketDir)
+	conn := dial(t, socket, serverCert, []tls.Certificate{cert})
+
+	health := healthpb.NewHealthClient(conn)
+	for service, want := range map[string]healthpb.HealthCheckResponse_ServingStatus{
+		"plugin": healthpb.HealthCheckResponse_SERVING,
+		"":       healthpb.HealthCheckResponse_SERVING,
+		"other":  healthpb.HealthCheckResponse_SERVICE_UNKNOWN,
+	} {
+		resp, err := health.Check(callContext(t), &healthpb.HealthCheckRequest{Service: service})
+		if err != nil || resp.GetStatus() != want {
+			t.Errorf("health of %q: %v, %v; want %v", service, resp, err, want)
+		}
+	}
+
+	// plugin.Empty has no fields: emptypb.Empty is the same on the wire.
+	start := time.Now()
+	if err := conn.Invoke(callContext(t), "/plugin.GRPCController/Shutdown", &emptypb.Empty{}, &emptypb.Empty{}); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	select {
+	case <-p.exited:
+		if p.exitErr != nil {
+			t.Errorf("exit after Shutdown: %v, want status 0\n%s", p.exitErr, p.stderr.String())
+		}
+	case <-time.After(2 * time.Second):
+		t.Errorf("the plugin still runs %v after Shutdown; the host kills it after 2 s", time.Since(start))
+	}
+}
+
+// TestExitsOnSIGTERM: the signal the host's death sends (rule 8).
+func TestExitsOnSIGTERM(t *testing.T) {
+	socketDir := t.TempDir()
+	_, certPEM := clientCert(t)
+	p := startPlugin(t, hostEnv(socketDir, certPEM)...)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		if p.exitErr != nil {
+			t.Errorf("exit after SIGTERM: %v, want status 0\n%s", p.exitErr, p.stderr.String())
+		}
+	case <-time.After(2 * time.Second):
+		t.Error("the plugin still runs 2 s after SIGTERM")
 	}
 }

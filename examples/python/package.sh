@@ -13,5 +13,8 @@ trap 'rm -rf "$tmp"' EXIT
 cp "$here/plexporter-pyexample" "$tmp/__main__.py"
 mkdir -p "$tmp/plexporter/plugin/v1"
 cp "$here"/plexporter/plugin/v1/*_pb2*.py "$tmp/plexporter/plugin/v1/"
+# One fixed time stamp (zip's epoch is 1980): the same sources make the same
+# bytes, so a manifest's sha256 pin can be written down once per release.
+TZ=UTC find "$tmp" -exec touch -h -t 198001010000 {} +
 /usr/bin/python3 -m zipapp "$tmp" --python=/usr/bin/python3 --output="$out"
 chmod 755 "$out"

@@ -7,6 +7,7 @@ package python
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"math"
@@ -86,9 +87,10 @@ type pyHost struct {
 // file (indented under plugins.pyexample), the procfs root (a copy of
 // testdata/<procfs>, or "" for the real /proc) and extra host flags.
 type setup struct {
-	config string
-	procfs string
-	flags  []string
+	config   string
+	procfs   string
+	flags    []string
+	manifest string // appended to the shipped manifest
 }
 
 func startHost(t *testing.T, s setup) *pyHost {
@@ -115,7 +117,13 @@ func startHost(t *testing.T, s setup) *pyHost {
 		}
 	}
 	copyFile(t, filepath.Join(binDir, "plexporter-pyexample"), filepath.Join(plugins, "plexporter-pyexample"), 0o755)
-	copyFile(t, "plexporter-pyexample.yaml", filepath.Join(plugins, "plexporter-pyexample.yaml"), 0o644)
+	manifest, err := os.ReadFile("plexporter-pyexample.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(plugins, "plexporter-pyexample.yaml"), append(manifest, s.manifest...), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	cfg := filepath.Join(dir, "plexporter.yml")
 	if err := os.WriteFile(cfg, []byte("plugins:\n  pyexample:\n"+s.config), 0o644); err != nil {
@@ -141,10 +149,11 @@ func startHost(t *testing.T, s setup) *pyHost {
 			t.Logf("host log:\n%s", h.logs.String())
 		}
 	})
-	// Started means configured or refused: up, or misconfigured.
+	// Started means configured, misconfigured or refused.
 	h.waitFor(20*time.Second, "the plugin to start", func() bool {
 		mfs, err := h.tryScrape("")
-		return err == nil && (value(mfs, "plexporter_plugin_up") == 1 || value(mfs, "plexporter_plugin_misconfigured") == 1)
+		return err == nil && (value(mfs, "plexporter_plugin_up") == 1 || value(mfs, "plexporter_plugin_misconfigured") == 1 ||
+			value(mfs, "plexporter_plugin_refused") == 1)
 	})
 	return h
 }
@@ -446,4 +455,30 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// TestSHA256Pin: the manifest's pin covers the whole packed plugin, stubs
+// included: the packed file's own hash runs, any other is refused.
+func TestSHA256Pin(t *testing.T) {
+	requirePython(t)
+	if err := buildOnce(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(binDir, "plexporter-pyexample"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := fmt.Sprintf("%x", sha256.Sum256(b))
+	h := startHost(t, setup{procfs: "proc", manifest: "sha256: " + sum + "\n"})
+	expectHealthy(t, h.scrape())
+
+	other := fmt.Sprintf("%x", sha256.Sum256(append(b, '\n')))
+	h = startHost(t, setup{procfs: "proc", manifest: "sha256: " + other + "\n"})
+	mfs := h.scrape()
+	if got := value(mfs, "plexporter_plugin_refused", "plugin", "pyexample"); got != 1 {
+		t.Errorf("plexporter_plugin_refused with a pin of another file = %v, want 1", got)
+	}
+	if _, ok := mfs["pyexample_load_average"]; ok {
+		t.Error("a plugin whose hash is not the pinned one was run")
+	}
 }
