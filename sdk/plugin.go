@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -106,7 +107,8 @@ func (c Config) Warn(format string, args ...any) {
 
 // Decode fills v (a pointer to a struct with json tags) from the plugin's
 // configuration section. Unknown keys are errors, so a typo is reported
-// instead of silently ignored. An absent section leaves v untouched.
+// instead of silently ignored, and so is a Duration that does not parse,
+// under its key. An absent section leaves v untouched.
 func (c Config) Decode(v any) error {
 	if c.Raw == nil || len(c.Raw.GetFields()) == 0 {
 		return nil
@@ -120,5 +122,5 @@ func (c Config) Decode(v any) error {
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("plugin config: %w", err)
 	}
-	return nil
+	return durationError(reflect.ValueOf(v), "")
 }

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/plexporter/plexporter/sdk"
 )
 
 const (
@@ -21,7 +22,7 @@ type config struct {
 	// SMART enables the SMART/Health log poller (default true).
 	SMART *bool `json:"smart"`
 	// SMARTInterval is how often each controller's log page is read.
-	SMARTInterval duration `json:"smart_interval"`
+	SMARTInterval sdk.Duration `json:"smart_interval"`
 	// DevDir holds the controller character devices (nvme0, ...).
 	DevDir string `json:"dev_dir"`
 
@@ -34,17 +35,15 @@ type config struct {
 // minInterval as the floor of smart_interval.
 func defaultConfig(minInterval time.Duration) config {
 	return config{
-		SMARTInterval: duration{Duration: defaultSMARTInterval},
+		SMARTInterval: sdk.Duration{Duration: defaultSMARTInterval},
 		DevDir:        defaultDevDir,
 		minInterval:   minInterval,
 	}
 }
 
-// validate checks the settings, naming the key of the first bad one.
+// validate checks the settings, naming the key of the first bad one
+// (Config.Decode has refused a smart_interval that is not a duration).
 func (c *config) validate() error {
-	if c.SMARTInterval.err != nil {
-		return fmt.Errorf("smart_interval: %w", c.SMARTInterval.err)
-	}
 	if iv := c.SMARTInterval.Duration; iv < c.minInterval {
 		return fmt.Errorf("smart_interval: %s is below the minimum of %s", iv, c.minInterval)
 	}
@@ -57,29 +56,3 @@ func (c *config) validate() error {
 // smartEnabled tells whether the SMART poller should run (smart unset
 // means true).
 func (c *config) smartEnabled() bool { return c.SMART == nil || *c.SMART }
-
-// duration is a time span written as a Go duration string ("5m", "90s") or
-// a number of seconds. A value that is neither does not fail the decode: it
-// is kept in err for validate, which reports it under its key (a decoder
-// error from inside a value cannot say which key it came from).
-type duration struct {
-	time.Duration
-	err error
-}
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	d.Duration, d.err = 0, nil
-	switch x := v.(type) {
-	case string:
-		d.Duration, d.err = time.ParseDuration(x)
-	case float64:
-		d.Duration = time.Duration(x * float64(time.Second))
-	default:
-		d.err = fmt.Errorf("%s is neither a duration string like \"5m\" nor a number of seconds", b)
-	}
-	return nil
-}
