@@ -38,7 +38,8 @@ func (c Class) Devices() ([]string, error) { return sysfs.Names(c.Dir()) }
 // It does not change while the device exists, so callers may cache it.
 type Identity struct {
 	// PCIAddr is the function's address ("0000:17:00.2"), the basename of
-	// the device link; "" for software devices (rxe, siw) without one.
+	// the device link; "" for software devices (rxe, siw) without one and
+	// for a link whose target does not exist.
 	PCIAddr string
 	// IsVF is set when the function is an SR-IOV virtual function (it has
 	// a physfn link). A function without physfn counts as not a VF.
@@ -56,8 +57,13 @@ type Identity struct {
 func (c Class) Identify(device string) Identity {
 	var id Identity
 	devLink := filepath.Join(c.DeviceDir(device), "device")
+	// A link that leads nowhere (the function was removed, or a fixture or
+	// container mount lacks devices/) names no PCI function: the device is
+	// treated like a virtual one, never labelled with the dead link's name.
 	if target, err := os.Readlink(devLink); err == nil {
-		id.PCIAddr = filepath.Base(target)
+		if _, err := os.Stat(devLink); err == nil {
+			id.PCIAddr = filepath.Base(target)
+		}
 	}
 	if target, err := os.Readlink(filepath.Join(devLink, "physfn")); err == nil {
 		id.IsVF = true

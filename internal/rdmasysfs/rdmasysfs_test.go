@@ -81,6 +81,19 @@ func TestDevicesAndIdentity(t *testing.T) {
 	}
 }
 
+// TestDanglingDeviceLink: a device link whose target is gone gives no PCI
+// address (an empty label, as for a virtual device), not the dead target's
+// basename.
+func TestDanglingDeviceLink(t *testing.T) {
+	tr, c := newTree(t)
+	tr.dir("devices/virtual/infiniband/odd0/ports/1")
+	tr.link("class/infiniband/odd0", "../../devices/virtual/infiniband/odd0")
+	tr.link("devices/virtual/infiniband/odd0/device", "../../../pci0000:99/0000:99:00.0")
+	if got := c.Identify("odd0"); got != (Identity{}) {
+		t.Errorf("Identify(odd0) = %+v, want the zero Identity", got)
+	}
+}
+
 func TestNoClassIsNoDevices(t *testing.T) {
 	devs, err := Class{Sysfs: t.TempDir()}.Devices()
 	if err != nil || devs != nil {
