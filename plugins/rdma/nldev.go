@@ -61,6 +61,25 @@ const (
 
 var errDumpOverflow = errors.New("rdma netlink dump exceeded receive budget")
 
+// dumpAttempts bounds how often a dump is run again when the kernel flags
+// it NLM_F_DUMP_INTR: the object list changed while it was being dumped
+// (a device or QP came or went), so the parts may be inconsistent. Such a
+// dump is never taken as complete; after this many interrupted runs in a
+// row the exchange fails with errDumpInterrupted, a collect error.
+const dumpAttempts = 3
+
+var errDumpInterrupted = fmt.Errorf("rdma netlink dump interrupted (NLM_F_DUMP_INTR: the kernel's objects changed during the dump) %d times in a row", dumpAttempts)
+
+// interrupted tells whether any part of a dump carries NLM_F_DUMP_INTR.
+func interrupted(msgs []netlink.Message) bool {
+	for _, m := range msgs {
+		if m.Header.Flags&netlink.DumpInterrupted != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // hwCounter is one STAT_HWCOUNTER_ENTRY.
 type hwCounter struct {
 	name     string
@@ -368,11 +387,19 @@ func (c *nldevClient) dump(ctx context.Context, req netlink.Message) ([]netlink.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	msgs, err := c.conn.Execute(req)
-	if err != nil {
-		return nil, err
+	for range dumpAttempts {
+		msgs, err := c.conn.Execute(req)
+		if err != nil {
+			return nil, err
+		}
+		if !interrupted(msgs) {
+			return dataMessages(msgs), nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
-	return dataMessages(msgs), nil
+	return nil, errDumpInterrupted
 }
 
 // get runs a doit request and returns its one reply. The kernel answers a
@@ -433,32 +460,48 @@ func (c *nldevClient) dumpWithin(ctx context.Context, req netlink.Message, maxBy
 	if err := readOnly(req); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	sent, err := c.conn.Send(req)
-	if err != nil {
-		return nil, err
-	}
-	var out []netlink.Message
-	size := 0
-	for m, err := range c.conn.ReceiveIter() {
+	for range dumpAttempts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out, intr, err := c.receiveWithin(req, maxBytes, maxMsgs)
 		if err != nil {
 			return nil, err
 		}
-		if err := netlink.Validate(sent, []netlink.Message{m}); err != nil {
-			return nil, err
+		if !intr {
+			return out, ctx.Err()
 		}
+	}
+	return nil, errDumpInterrupted
+}
+
+// receiveWithin is one run of dumpWithin's exchange; intr reports a part
+// flagged NLM_F_DUMP_INTR (the dump is read to its end either way, so the
+// socket stays clean).
+func (c *nldevClient) receiveWithin(req netlink.Message, maxBytes, maxMsgs int) (out []netlink.Message, intr bool, err error) {
+	sent, err := c.conn.Send(req)
+	if err != nil {
+		return nil, false, err
+	}
+	size := 0
+	for m, err := range c.conn.ReceiveIter() {
+		if err != nil {
+			return nil, false, err
+		}
+		if err := netlink.Validate(sent, []netlink.Message{m}); err != nil {
+			return nil, false, err
+		}
+		intr = intr || m.Header.Flags&netlink.DumpInterrupted != 0
 		if m.Header.Type == netlink.Error {
 			continue // an ACK
 		}
 		size += len(m.Data)
 		if size > maxBytes || len(out) >= maxMsgs {
-			return nil, errDumpOverflow
+			return nil, false, errDumpOverflow
 		}
 		out = append(out, m)
 	}
-	return out, ctx.Err()
+	return out, intr, nil
 }
 
 func (c *nldevClient) devices(ctx context.Context) ([]nlDevice, error) {

@@ -394,3 +394,51 @@ func TestOverflowLeavesConnectionClean(t *testing.T) {
 		t.Fatalf("after overflow: %d values, %v", len(vals), err)
 	}
 }
+
+// TestDumpInterrupted: a dump the kernel flags NLM_F_DUMP_INTR is never
+// taken as complete. It runs again, up to dumpAttempts times, and then
+// fails with errDumpInterrupted; both the device list (Execute) and the
+// budgeted QP dump (ReceiveIter) do this.
+func TestDumpInterrupted(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		interrupted int // dump runs answered with NLM_F_DUMP_INTR before clean ones
+		wantErr     bool
+	}{
+		{"interrupted twice, then clean", dumpAttempts - 1, false},
+		{"interrupted every time", dumpAttempts, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1.bin")}
+			runs := map[int]int{} // dump runs by op
+			conn := nltest.Dial(func(reqs []netlink.Message) ([]netlink.Message, error) {
+				out, err := r.fn(reqs)
+				if reqs == nil || err != nil || reqs[0].Header.Flags&netlink.Dump == 0 {
+					return out, err
+				}
+				op := int(reqs[0].Header.Type) & 0x3ff
+				runs[op]++
+				if runs[op] <= tc.interrupted {
+					for i := range out {
+						out[i].Header.Flags |= netlink.DumpInterrupted
+					}
+				}
+				return out, err
+			})
+			cl := &nldevClient{conn: conn}
+			devs, err := cl.devices(context.Background())
+			if tc.wantErr != errors.Is(err, errDumpInterrupted) || !tc.wantErr && len(devs) == 0 {
+				t.Errorf("devices: %d, %v (want interrupted error: %v)", len(devs), err, tc.wantErr)
+			}
+			sets, err := cl.qpSets(context.Background(), 0, 1)
+			if tc.wantErr != errors.Is(err, errDumpInterrupted) || !tc.wantErr && len(sets) == 0 {
+				t.Errorf("qp sets: %d, %v (want interrupted error: %v)", len(sets), err, tc.wantErr)
+			}
+			for op, n := range runs {
+				if want := min(tc.interrupted+1, dumpAttempts); n != want {
+					t.Errorf("op %d dumped %d times, want %d", op, n, want)
+				}
+			}
+		})
+	}
+}
