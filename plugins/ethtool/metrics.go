@@ -1,6 +1,9 @@
 package main
 
-import "github.com/plexporter/plexporter/sdk"
+import (
+	"github.com/plexporter/plexporter/internal/rdmacompat"
+	"github.com/plexporter/plexporter/sdk"
+)
 
 // Families compatible with rdma_exporter's ethtool families: same names,
 // types and label sets, so its dashboards and alerts keep working. The
@@ -42,7 +45,10 @@ var (
 	descPauseStorm        = sdk.NewDesc("rdma_netdev_pause_storm_events_total", sdk.Counter, "Pause-storm watchdog events (ethtool tx_pause_storm_{warning,error}_events); severity=error means the device stopped honouring pause.", "device", "port", "netdev", "severity")
 	descVPortBytes        = sdk.NewDesc("rdma_netdev_vport_rdma_bytes_total", sdk.Counter, "RDMA bytes of this function's vport (ethtool {rx,tx}_vport_rdma_{unicast,multicast}_bytes).", "device", "port", "netdev", "direction", "traffic")
 	descVPortPackets      = sdk.NewDesc("rdma_netdev_vport_rdma_packets_total", sdk.Counter, "RDMA packets of this function's vport (ethtool {rx,tx}_vport_rdma_{unicast,multicast}_packets).", "device", "port", "netdev", "direction", "traffic")
-	descNetdevErrors      = sdk.NewDesc("rdma_netdev_scrape_errors_total", sdk.Counter, "Failed reads of ethtool statistics for the netdev hardware families since the plugin started.")
+	// rdma_exporter's success gauge, shared with the rdma plugin
+	// (collector="ethtool" here).
+	descCollectorSuccess = rdmacompat.CollectorSuccess
+	descNetdevErrors     = sdk.NewDesc("rdma_netdev_scrape_errors_total", sdk.Counter, "Failed reads of ethtool statistics for the netdev hardware families since the plugin started.")
 
 	pfcDescs = []*sdk.Desc{descPFCFrames, descPFCDuration, descPFCTransitions}
 	hwDescs  = []*sdk.Desc{
@@ -147,12 +153,13 @@ var (
 // descCollectionErrors is the plugin's count of partial failures, one per
 // error it reports to the host, by the collector that failed.
 var descCollectionErrors = sdk.NewDesc("ethtool_collection_errors_total", sdk.Counter,
-	"Failed reads since the plugin started, by collector: rdma_sysfs (listing class/infiniband), netdevs (listing class/net), driver_stats (a driver statistics read, for any family), standard_stats (an ethtool netlink read). Each is also reported to the host as a partial error.",
+	"Failed reads since the plugin started, by collector: rdma_sysfs (listing class/infiniband), rdma_stats (a driver statistics read for the rdma_* families), netdevs (listing class/net), driver_stats (a driver statistics read for the ethtool_driver_* families), standard_stats (an ethtool netlink read). Each is also reported to the host as a partial error.",
 	"collector")
 
 // The collectors of ethtool_collection_errors_total.
 const (
 	collectorRDMASysfs     = "rdma_sysfs"
+	collectorRDMAStats     = "rdma_stats"
 	collectorNetdevs       = "netdevs"
 	collectorDriverStats   = "driver_stats"
 	collectorStandardStats = "standard_stats"
@@ -163,7 +170,7 @@ var catalogue = func() []*sdk.Desc {
 	c := append([]*sdk.Desc{}, pfcDescs...)
 	c = append(c, descPFCErrors)
 	c = append(c, hwDescs...)
-	c = append(c, descNetdevErrors)
+	c = append(c, descNetdevErrors, descCollectorSuccess)
 	c = append(c, driverDescs...)
 	for _, s := range stdCounters {
 		c = append(c, s.desc)

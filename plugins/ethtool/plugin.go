@@ -94,7 +94,8 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	}{
 		{collectorRDMASysfs, p.cfg.rdma()},
 		{collectorNetdevs, p.cfg.DriverStats || p.cfg.standardStats()},
-		{collectorDriverStats, p.cfg.rdma() || p.cfg.DriverStats},
+		{collectorRDMAStats, p.cfg.rdma()},
+		{collectorDriverStats, p.cfg.DriverStats},
 		{collectorStandardStats, p.cfg.standardStats()},
 	} {
 		if c.on {
@@ -151,13 +152,20 @@ func anyEnabled(w *sdk.Writer, ds []*sdk.Desc) bool {
 // vPort families only when attributable to exactly this function.
 func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeStats) {
 	pfcOn, hwOn := anyEnabled(w, pfcDescs), anyEnabled(w, hwDescs)
+	// rdma_exporter's ethtool sub-collector succeeded when every read
+	// behind these families did.
+	ok := true
+	fail := func(collector string, err error) {
+		ok = false
+		p.fail(w, collector, err)
+	}
 	if pfcOn || hwOn {
 		ports, devErrs, err := discoverRDMAPorts(p.paths.Sysfs)
 		if err != nil {
-			p.fail(w, collectorRDMASysfs, fmt.Errorf("list RDMA devices: %w", err))
+			fail(collectorRDMASysfs, fmt.Errorf("list RDMA devices: %w", err))
 		}
 		for _, err := range devErrs {
-			p.fail(w, collectorRDMASysfs, err)
+			fail(collectorRDMASysfs, err)
 		}
 		owners := ethernetOwners(ports)
 		hwDone := map[string]bool{}
@@ -179,7 +187,7 @@ func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeSt
 						p.netdevErrors++
 					}
 				}
-				p.fail(w, collectorDriverStats, fmt.Errorf("%s port %s: %w", port.Device, port.Port, err))
+				fail(collectorRDMAStats, fmt.Errorf("%s port %s: %w", port.Device, port.Port, err))
 				continue
 			}
 			if st == nil {
@@ -197,6 +205,11 @@ func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeSt
 	}
 	w.Counter(descPFCErrors, p.pfcErrors)
 	w.Counter(descNetdevErrors, p.netdevErrors)
+	if ok && ctx.Err() == nil {
+		w.Gauge(descCollectorSuccess, 1, "ethtool")
+	} else {
+		w.Gauge(descCollectorSuccess, 0, "ethtool")
+	}
 }
 
 // collectDriverStats writes every driver statistic of the selected netdevs.

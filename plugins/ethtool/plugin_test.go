@@ -258,6 +258,21 @@ func TestReadErrorIsPartial(t *testing.T) {
 	if v := series(t, res, "rdma_netdev_scrape_errors_total")[""]; v != 2 {
 		t.Errorf("netdev scrape errors = %v, want 2", v)
 	}
+	// Labelled with the source that failed (the read for the rdma families;
+	// driver_stats is off), and rdma_exporter's ethtool sub-collector failed.
+	if got := res.Errors[0].GetCollector(); got != "rdma_stats" {
+		t.Errorf("partial error collector = %q, want rdma_stats", got)
+	}
+	errs := series(t, res, "ethtool_collection_errors_total")
+	if errs["collector=rdma_stats"] != 2 {
+		t.Errorf("collection errors = %v, want rdma_stats at 2", errs)
+	}
+	if _, ok := errs["collector=driver_stats"]; ok {
+		t.Errorf("collection errors = %v: driver_stats is off and must have no series", errs)
+	}
+	if v := series(t, res, "rdma_scrape_collector_success")["collector=ethtool"]; v != 0 {
+		t.Errorf("rdma_scrape_collector_success{collector=ethtool} = %v, want 0", v)
+	}
 }
 
 func TestBrokenSysfsIsPartial(t *testing.T) {

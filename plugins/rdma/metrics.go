@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/plexporter/plexporter/internal/rdmacompat"
 	"github.com/plexporter/plexporter/sdk"
 )
 
@@ -19,9 +20,8 @@ var (
 		"device", "port").WithUnit("milliseconds")
 	descScrapeErrors = sdk.NewDesc("rdma_scrape_errors_total", sdk.Counter,
 		"Errors while reading RDMA sysfs since the plugin started (each skipped counter file counts once per scrape).")
-	descCollectorSuccess = sdk.NewDesc("rdma_scrape_collector_success", sdk.Gauge,
-		"1 if the sub-collector (sysfs, optional-counters, qp-counters) could run in this scrape, 0 otherwise; absent when disabled.",
-		"collector")
+	// Shared with the ethtool plugin (collector="ethtool").
+	descCollectorSuccess = rdmacompat.CollectorSuccess
 
 	descOptionalEnabled = sdk.NewDesc("rdma_optional_counter_enabled", sdk.Gauge,
 		"1 if the optional RDMA hardware counter is enabled on the port, 0 if supported but disabled. The plugin never enables counters.",
