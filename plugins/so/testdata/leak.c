@@ -10,6 +10,7 @@ static const struct plexporter_collector_info info = {"leak", "1.0.0", families,
 
 static long mib = 16;
 static double leaked;
+static void *chain; /* every block, so that none can be optimised away */
 
 PLEXPORTER_COLLECTOR_EXPORT int plexporter_collector_configure(const char *json, char **error) {
 	(void)error;
@@ -23,6 +24,8 @@ PLEXPORTER_COLLECTOR_EXPORT int plexporter_collector_collect(const struct plexpo
 	size_t n = (size_t)mib << 20;
 	char *p = malloc(n);
 	memset(p, 1, n);
+	*(void **)p = chain;
+	chain = p;
 	leaked += (double)n;
 	emit->sample(ctx, 0, NULL, 0, leaked);
 	return 0;
