@@ -91,6 +91,8 @@ type setup struct {
 	procfs   string
 	flags    []string
 	manifest string // appended to the shipped manifest
+	// prepare, if set, changes the procfs copy before the host starts.
+	prepare func(t *testing.T, procfs string)
 }
 
 func startHost(t *testing.T, s setup) *pyHost {
@@ -134,6 +136,9 @@ func startHost(t *testing.T, s setup) *pyHost {
 	if s.procfs != "" {
 		procfs := filepath.Join(dir, "proc")
 		copyTree(t, filepath.Join("testdata", s.procfs), procfs)
+		if s.prepare != nil {
+			s.prepare(t, procfs)
+		}
 		args = append(args, "--path.procfs="+procfs)
 	}
 	h := &pyHost{t: t, url: "http://" + addr, logs: &syncbuf.Buffer{}}
@@ -149,11 +154,16 @@ func startHost(t *testing.T, s setup) *pyHost {
 			t.Logf("host log:\n%s", h.logs.String())
 		}
 	})
-	// Started means configured, misconfigured or refused.
-	h.waitFor(20*time.Second, "the plugin to start", func() bool {
-		mfs, err := h.tryScrape("")
-		return err == nil && (value(mfs, "plexporter_plugin_up") == 1 || value(mfs, "plexporter_plugin_misconfigured") == 1 ||
-			value(mfs, "plexporter_plugin_refused") == 1)
+	// Ready: the plugin has started, failed its first start or was
+	// refused. /ready collects nothing, so each test's first scrape is the
+	// plugin's first Collect.
+	h.waitFor(20*time.Second, "the host to be ready", func() bool {
+		resp, err := http.Get(h.url + "/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
 	})
 	return h
 }
@@ -481,4 +491,33 @@ func TestSHA256Pin(t *testing.T) {
 	if _, ok := mfs["pyexample_load_average"]; ok {
 		t.Error("a plugin whose hash is not the pinned one was run")
 	}
+}
+
+// TestHungSourceCostsItsFamilies: a source that never answers (stat is a
+// FIFO nobody writes) fails the collect at its deadline, but the families
+// read before it were sent already and are served; the next collects find
+// the plugin still stuck and fail at their deadline too, and after three in
+// a row the host restarts the plugin.
+func TestHungSourceCostsItsFamilies(t *testing.T) {
+	h := startHost(t, setup{
+		procfs: "proc-without-stat",
+		config: "    timeout: 1s\n",
+		prepare: func(t *testing.T, procfs string) {
+			if err := syscall.Mkfifo(filepath.Join(procfs, "stat"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	mfs := h.scrape()
+	if got := value(mfs, "plexporter_plugin_scrape_success", "plugin", "pyexample"); got != 0 {
+		t.Errorf("plexporter_plugin_scrape_success = %v, want 0 (stat never answered)", got)
+	}
+	if got := value(mfs, "pyexample_load_average", "window", "1m"); got != 1.25 {
+		t.Errorf(`pyexample_load_average{window="1m"} = %v, want 1.25: loadavg's batch was sent before stat hung`, got)
+	}
+	h.waitFor(15*time.Second, "the host to restart the plugin after three timeouts", func() bool {
+		h.tryScrape("")
+		mfs, err := h.tryScrape("")
+		return err == nil && value(mfs, "plexporter_plugin_restarts_total", "plugin", "pyexample") >= 1
+	})
 }
