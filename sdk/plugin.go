@@ -91,6 +91,21 @@ type Config struct {
 	warnings *[]string
 }
 
+// Enabled reports whether the host's allowlist selects the family, as
+// Writer.Enabled will at every collect: for work set up at Configure (a
+// poller, a device opened) that only some families need.
+func (c Config) Enabled(d *Desc) bool { return allowed(c.Filter, c.MetricPrefix, d) }
+
+// AnyEnabled reports whether the allowlist selects any of the families.
+func (c Config) AnyEnabled(ds ...*Desc) bool {
+	for _, d := range ds {
+		if c.Enabled(d) {
+			return true
+		}
+	}
+	return false
+}
+
 // Warn records a remark about the configuration that does not stop the
 // plugin (a deprecated key, a device that is not there yet). The host logs
 // it at WARN, once per plugin start, with where the plugin's section of the

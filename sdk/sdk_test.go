@@ -353,3 +353,41 @@ func TestTypeString(t *testing.T) {
 		}
 	}
 }
+
+// AnyEnabled, at collect and at Configure, says whether a source feeding
+// some families must be read at all, by the same rule as Enabled (a
+// family's declared name or its name with the host's prefix).
+func TestAnyEnabled(t *testing.T) {
+	for _, tc := range []struct {
+		enabled []string
+		prefix  string
+		want    bool
+	}{
+		{nil, "", true},
+		{[]string{"demo_bytes"}, "", false},
+		{[]string{"demo_latency_seconds"}, "", true},
+		{[]string{"vm_demo_temperature_celsius"}, "vm_", true},
+		{[]string{"vm_demo_bytes"}, "vm_", false},
+	} {
+		var atCollect, atConfigure bool
+		p := &demoWith{demo: &demo{}, before: func(w *sdk.Writer) { atCollect = w.AnyEnabled(tempDesc, latDesc) }}
+		cfg := &anyEnabledAtConfigure{demoWith: p, got: &atConfigure}
+		sdktest.Run(t, cfg, sdktest.Options{EnabledMetrics: tc.enabled, MetricPrefix: tc.prefix})
+		if atCollect != tc.want || atConfigure != tc.want {
+			t.Errorf("enabled %q prefix %q: AnyEnabled = %v at collect, %v at Configure; want %v", tc.enabled, tc.prefix, atCollect, atConfigure, tc.want)
+		}
+	}
+	if (&sdk.Writer{}).AnyEnabled() {
+		t.Error("AnyEnabled of no families is true")
+	}
+}
+
+type anyEnabledAtConfigure struct {
+	*demoWith
+	got *bool
+}
+
+func (p *anyEnabledAtConfigure) Configure(ctx context.Context, c sdk.Config) error {
+	*p.got = c.AnyEnabled(tempDesc, latDesc) && c.Enabled(tempDesc) == c.AnyEnabled(tempDesc)
+	return p.demoWith.Configure(ctx, c)
+}

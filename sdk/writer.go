@@ -105,10 +105,29 @@ func (w *Writer) reset() {
 func (w *Writer) Enabled(d *Desc) bool {
 	on, ok := w.enabled[d]
 	if !ok {
-		on = w.filter.Allow(d.Name) || (w.prefix != "" && w.filter.Allow(w.prefix+d.Name))
+		on = allowed(w.filter, w.prefix, d)
 		w.enabled[d] = on
 	}
 	return on
+}
+
+// AnyEnabled reports whether the allowlist selects any of the families:
+// a source that feeds only these need not be read when it selects none.
+//
+//	if w.AnyEnabled(descRxBytes, descTxBytes) { stats, err := readStats() ... }
+func (w *Writer) AnyEnabled(ds ...*Desc) bool {
+	for _, d := range ds {
+		if w.Enabled(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowed is the allowlist decision: a family is selected by its name as
+// the plugin declares it or as exposed, with the host's metric prefix.
+func allowed(f *metricfilter.Filter, prefix string, d *Desc) bool {
+	return f.Allow(d.Name) || (prefix != "" && f.Allow(prefix+d.Name))
 }
 
 // Error records a partial failure; the host counts and logs it, and the rest

@@ -68,7 +68,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	if p.cfg.rdma() {
 		p.collectRDMA(ctx, w, stats)
 	}
-	drv := p.cfg.DriverStats && anyEnabled(w, driverDescs)
+	drv := p.cfg.DriverStats && w.AnyEnabled(driverDescs...)
 	var std stdRequest
 	if p.cfg.standardStats() {
 		std = stdRequestFor(w)
@@ -137,21 +137,12 @@ func (s *scrapeStats) get(ctx context.Context, netdev string) (*driverStats, err
 	return st, err
 }
 
-func anyEnabled(w *sdk.Writer, ds []*sdk.Desc) bool {
-	for _, d := range ds {
-		if w.Enabled(d) {
-			return true
-		}
-	}
-	return false
-}
-
 // collectRDMA writes the rdma_exporter-compatible families. Scoping rules
 // (README "Scoping"): only Ethernet ports with a netdev; ports of PCI VFs
 // are skipped; PFC per (device, port); the other families once per netdev;
 // vPort families only when attributable to exactly this function.
 func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeStats) {
-	pfcOn, hwOn := anyEnabled(w, pfcDescs), anyEnabled(w, hwDescs)
+	pfcOn, hwOn := w.AnyEnabled(pfcDescs...), w.AnyEnabled(hwDescs...)
 	// rdma_exporter's ethtool sub-collector succeeded when every read
 	// behind these families did.
 	ok := true

@@ -270,7 +270,7 @@ func stdRequestFor(w *sdk.Writer) stdRequest {
 		r.Groups |= 1 << groupRMON
 	}
 	r.Pause = w.Enabled(descPauseFrames)
-	r.FEC = anyEnabled(w, fecDescs)
+	r.FEC = w.AnyEnabled(fecDescs...)
 	return r
 }
 

@@ -81,7 +81,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	supers, serr := superblockKeys(p.mountstats, blocks)
 	var socks []socket
 	tablesOK := false
-	if anyEnabled(w, socketDescs) {
+	if w.AnyEnabled(socketDescs...) {
 		var serrs []error
 		socks, tablesOK, serrs = readSockets(p.netDir)
 		for _, e := range serrs {
@@ -128,16 +128,6 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		}
 	}
 	return nil
-}
-
-// anyEnabled tells whether the allowlist lets any of ds through.
-func anyEnabled(w *sdk.Writer, ds []*sdk.Desc) bool {
-	for _, d := range ds {
-		if w.Enabled(d) {
-			return true
-		}
-	}
-	return false
 }
 
 func (p *plugin) writeErrors(w *sdk.Writer) {

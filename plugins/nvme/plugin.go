@@ -84,7 +84,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	}
 	// Allowlist pushdown: when nobody wants the SMART families the poller
 	// does not run and no device is opened.
-	smartOn := c.smartEnabled() && anyEnabled(cfg, smartDescs)
+	smartOn := c.smartEnabled() && cfg.AnyEnabled(smartDescs...)
 
 	p.Close() // a second Configure replaces the previous poller
 	p.mu.Lock()
@@ -96,16 +96,6 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 		p.poller.start()
 	}
 	return nil
-}
-
-// anyEnabled mirrors Writer.Enabled for Configure time.
-func anyEnabled(cfg sdk.Config, ds []*sdk.Desc) bool {
-	for _, d := range ds {
-		if cfg.Filter.Allow(d.Name) || (cfg.MetricPrefix != "" && cfg.Filter.Allow(cfg.MetricPrefix+d.Name)) {
-			return true
-		}
-	}
-	return false
 }
 
 // Close stops the SMART poller and waits for it (sdk.Closer: Serve calls

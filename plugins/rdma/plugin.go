@@ -134,7 +134,7 @@ func (p *plugin) writeDevice(w *sdk.Writer, d deviceData) {
 }
 
 func (p *plugin) optionalWanted(w *sdk.Writer) bool {
-	if w.Enabled(descOptionalEnabled) || w.Enabled(descOptionalErrors) || w.Enabled(descCollectorSuccess) {
+	if w.AnyEnabled(descOptionalEnabled, descOptionalErrors, descCollectorSuccess) {
 		return true
 	}
 	for _, d := range optionalDescs {
@@ -146,8 +146,7 @@ func (p *plugin) optionalWanted(w *sdk.Writer) bool {
 }
 
 func (p *plugin) qpWanted(w *sdk.Writer) bool {
-	if w.Enabled(descQPMode) || w.Enabled(descQPAutoMask) || w.Enabled(descQPScrapeStatus) ||
-		w.Enabled(descQPErrors) || w.Enabled(descCollectorSuccess) {
+	if w.AnyEnabled(descQPMode, descQPAutoMask, descQPScrapeStatus, descQPErrors, descCollectorSuccess) {
 		return true
 	}
 	for _, d := range qpDescs {
