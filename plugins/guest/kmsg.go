@@ -67,6 +67,7 @@ type kmsgTailer struct {
 	kernelOnly bool // count only records of the kernel facility
 	log        warner
 	failed     func() // called once per counted failure, for the error counter
+	backoff    time.Duration
 
 	lockups atomic.Uint64
 
@@ -83,7 +84,7 @@ type kmsgTailer struct {
 
 func newKmsgTailer(path string, r io.ReadCloser, kernelOnly bool, log warner, failed func()) *kmsgTailer {
 	return &kmsgTailer{
-		path: path, r: r, kernelOnly: kernelOnly, log: log, failed: failed,
+		path: path, r: r, kernelOnly: kernelOnly, log: log, failed: failed, backoff: kmsgErrorBackoff,
 		quit: make(chan struct{}), done: make(chan struct{}),
 	}
 }
@@ -126,7 +127,7 @@ func (t *kmsgTailer) run() {
 		default:
 			t.fail(fmt.Errorf("read %s: %w", t.path, err))
 			select {
-			case <-time.After(kmsgErrorBackoff):
+			case <-time.After(t.backoff):
 			case <-t.quit:
 				return
 			}

@@ -35,6 +35,8 @@ type fakeStatfs struct {
 	// block, when set for a path, is waited on before answering (a hung
 	// NFS server).
 	block map[string]chan struct{}
+	// missing paths fail as if they did not exist.
+	missing map[string]bool
 }
 
 func (f *fakeStatfs) statfs(path string) (fsUsage, error) {
@@ -43,13 +45,13 @@ func (f *fakeStatfs) statfs(path string) (fsUsage, error) {
 		f.calls = map[string]int{}
 	}
 	f.calls[path]++
-	ch := f.block[path]
+	ch, missing := f.block[path], f.missing[path]
 	f.mu.Unlock()
 	if ch != nil {
 		<-ch
 	}
 	u, ok := fakeFilesystems[path]
-	if !ok {
+	if !ok || missing {
 		return fsUsage{}, fmt.Errorf("statfs %s: no such file or directory", path)
 	}
 	return u, nil
