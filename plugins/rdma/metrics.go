@@ -15,6 +15,10 @@ var (
 	descPortInfo = sdk.NewDesc("rdma_port_info", sdk.Gauge,
 		"RDMA port metadata exported as labels (value is always 1).",
 		"device", "port", "netdev", "link_layer", "state", "phys_state", "link_width", "link_speed", "pci_addr", "is_vf", "pf_device")
+	// node_exporter's node_infiniband_info, with the node GUID.
+	descDeviceInfo = sdk.NewDesc("rdma_device_info", sdk.Gauge,
+		"RDMA device identity exported as labels (value is always 1): board_id, fw_ver, hca_type and node_guid of the device directory, empty where the driver has no such file.",
+		"device", "board_id", "firmware_version", "hca_type", "node_guid")
 	descLifespan = sdk.NewDesc("rdma_lifespan_milliseconds", sdk.Gauge,
 		"Cache lifetime of the port's hw_counters in milliseconds (sysfs hw_counters/lifespan); a setting, not a counter.",
 		"device", "port").WithUnit("milliseconds")
@@ -83,11 +87,11 @@ var qpDescs = func() map[string]*sdk.Desc {
 // descKernelCounters stands in the catalogue for the families named after
 // the kernel's counter files; samples go to counterDescs.
 var descKernelCounters = sdk.NewDesc("rdma_*_total", sdk.Counter,
-	"One counter per file in ports/<n>/counters/ and ports/<n>/hw_counters/, named as the kernel names it (raw kernel values).", "device", "port")
+	"One counter per file in ports/<n>/counters/ and ports/<n>/hw_counters/, named as the kernel names it (raw kernel values); where ports/<n>/counters_ext/ exists (kernels before 4.5, mlx4) its 64-bit values replace the 32-bit counters/ ones.", "device", "port")
 
 // catalogue is every family the plugin writes, as Info returns it.
 var catalogue = func() []*sdk.Desc {
-	d := []*sdk.Desc{descPortInfo, descLifespan, descScrapeErrors, descCollectorSuccess,
+	d := []*sdk.Desc{descPortInfo, descDeviceInfo, descLifespan, descScrapeErrors, descCollectorSuccess,
 		descOptionalEnabled, descOptionalErrors, descQPMode, descQPAutoMask, descQPScrapeStatus, descQPErrors}
 	for _, n := range []string{"cc_rx_ce_pkts", "cc_rx_cnp_pkts", "cc_tx_cnp_pkts", "rdma_rx_bytes", "rdma_tx_bytes", "rdma_rx_packets", "rdma_tx_packets"} {
 		d = append(d, optionalDescs[n])

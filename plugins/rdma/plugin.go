@@ -120,6 +120,7 @@ func (p *plugin) writeDevice(w *sdk.Writer, d deviceData) {
 		p.scrapeErrs++
 		w.Error("sysfs", err)
 	}
+	w.Gauge(descDeviceInfo, 1, d.name, d.ident.boardID, d.ident.fwVer, d.ident.hcaType, d.ident.nodeGUID)
 	for _, port := range d.ports {
 		pl := strconv.Itoa(port.num)
 		for _, c := range port.counters {

@@ -39,15 +39,35 @@ type deviceData struct {
 	pciAddr  string
 	isVF     bool
 	pfDevice string
+	ident    deviceIdent
 	ports    []portData
 	errs     []error // skipped files, each counted in rdma_scrape_errors_total
 }
 
 // staticInfo is what does not change while a device exists: its PCI
-// identity, cached with the inode of the device directory it was read from.
+// identity and its HCA identity, cached with the inode of the device
+// directory they were read from (a firmware update re-probes the device,
+// which makes a new directory).
 type staticInfo struct {
 	ino uint64
 	rdmasysfs.Identity
+	ident deviceIdent
+}
+
+// deviceIdent is the device identity node_exporter's infiniband collector
+// exports, from the device directory's attributes (empty when the kernel
+// or driver has no such file: rxe has no board_id).
+type deviceIdent struct {
+	boardID, fwVer, hcaType, nodeGUID string
+}
+
+func (r *sysfsReader) readIdent(name string) deviceIdent {
+	dir := r.class.DeviceDir(name)
+	attr := func(f string) string {
+		v, _ := sysfs.ReadAttr(filepath.Join(dir, f))
+		return v
+	}
+	return deviceIdent{boardID: attr("board_id"), fwVer: attr("fw_ver"), hcaType: attr("hca_type"), nodeGUID: attr("node_guid")}
 }
 
 type sysfsReader struct {
@@ -127,7 +147,7 @@ func (r *sysfsReader) device(ctx context.Context, name string) *deviceData {
 	}
 	d := &deviceData{name: name}
 	info := r.static(name, st)
-	d.pciAddr, d.isVF, d.pfDevice = info.PCIAddr, info.IsVF, info.PFDevice
+	d.pciAddr, d.isVF, d.pfDevice, d.ident = info.PCIAddr, info.IsVF, info.PFDevice, info.ident
 
 	ports, err := r.class.Ports(name)
 	if err != nil {
@@ -147,19 +167,19 @@ func (r *sysfsReader) device(ctx context.Context, name string) *deviceData {
 // static returns the device's identity, read once per kernfs node: the
 // cache entry is dropped when the device directory's inode changes (the
 // device was removed and re-added).
-func (r *sysfsReader) static(name string, st os.FileInfo) rdmasysfs.Identity {
+func (r *sysfsReader) static(name string, st os.FileInfo) staticInfo {
 	ino := inode(st)
 	r.mu.Lock()
 	c, ok := r.cache[name]
 	r.mu.Unlock()
 	if ok && c.ino == ino && ino != 0 {
-		return c.Identity
+		return c
 	}
-	c = staticInfo{ino: ino, Identity: r.class.Identify(name)}
+	c = staticInfo{ino: ino, Identity: r.class.Identify(name), ident: r.readIdent(name)}
 	r.mu.Lock()
 	r.cache[name] = c
 	r.mu.Unlock()
-	return c.Identity
+	return c
 }
 
 func (r *sysfsReader) port(d *deviceData, port rdmasysfs.Port, buf *sysfs.Buffer) portData {
@@ -180,13 +200,38 @@ func (r *sysfsReader) port(d *deviceData, port rdmasysfs.Port, buf *sysfs.Buffer
 	p.linkWidth = width
 	p.netdev = port.NetDev()
 
+	// counters_ext/ first: where it exists (kernels before 4.5, mlx4) it
+	// holds the 64-bit PMA counters while counters/ saturates at 32 bits
+	// (a port_rcv_data stuck at 4294967295), so its values win.
 	seen := map[string]bool{}
-	r.readCounters(d, &p, filepath.Join(dir, "counters"), false, seen, buf)
-	r.readCounters(d, &p, filepath.Join(dir, "hw_counters"), true, seen, buf)
+	r.readCounters(d, &p, filepath.Join(dir, "counters_ext"), countersExt, seen, buf)
+	r.readCounters(d, &p, filepath.Join(dir, "counters"), countersStd, seen, buf)
+	r.readCounters(d, &p, filepath.Join(dir, "hw_counters"), countersHW, seen, buf)
 	return p
 }
 
-func (r *sysfsReader) readCounters(d *deviceData, p *portData, dir string, hw bool, seen map[string]bool, buf *sysfs.Buffer) {
+// counterDir is one of a port's counter directories.
+type counterDir int
+
+const (
+	countersExt counterDir = iota // counters_ext/: 64-bit PMA counters of old kernels
+	countersStd                   // counters/
+	countersHW                    // hw_counters/: driver counters, lifespan
+)
+
+// extNames maps the counters_ext/ files whose name differs from their
+// counters/ twin (the _64 suffix) to the counters/ name, so the 64-bit
+// value is exported under the family rdma_exporter and newer kernels use.
+// The unicast/multicast packet counters have the same name in both.
+var extNames = map[string]string{
+	"port_xmit_data_64":    "port_xmit_data",
+	"port_rcv_data_64":     "port_rcv_data",
+	"port_xmit_packets_64": "port_xmit_packets",
+	"port_rcv_packets_64":  "port_rcv_packets",
+}
+
+func (r *sysfsReader) readCounters(d *deviceData, p *portData, dir string, kind counterDir, seen map[string]bool, buf *sysfs.Buffer) {
+	hw := kind == countersHW
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -211,8 +256,11 @@ func (r *sysfsReader) readCounters(d *deviceData, p *portData, dir string, hw bo
 			p.lifespan, p.hasLifespan = v, true
 			continue
 		}
+		if n, ok := extNames[name]; ok && kind == countersExt {
+			name = n
+		}
 		if seen[name] {
-			continue // same name in counters/ and hw_counters/: one series, counters/ wins
+			continue // one series per name: counters_ext/, then counters/, then hw_counters/ win
 		}
 		seen[name] = true
 		p.counters = append(p.counters, counterSample{name: name, value: v})
