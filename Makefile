@@ -24,19 +24,33 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Revision=$(REVISION) \
             -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build run demo test unit lint cross proto proto-check tools bench clean package image-rootfs python-example python-stubs python-stubs-check
+.PHONY: all build collectors run demo test unit lint cross proto proto-check tools bench clean package image-rootfs python-example python-stubs python-stubs-check
 
 all: build
 
-## build: bin/plexporter and bin/plugins/plexporter-<name> with each manifest
-build:
+# Plugins built with cgo, dynamically linked against libc: plexporter-so
+# loads collectors with dlopen (plugins/so/README.md says what its sandbox
+# needs for that). Every other binary stays static.
+CGO_PLUGINS := so
+CC ?= gcc
+
+## build: bin/plexporter and bin/plugins/plexporter-<name> with each manifest,
+##        and the example shared-object collector in bin/collectors
+build: collectors
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/plexporter ./host
 	@mkdir -p $(BIN)/plugins
 	@set -e; for p in $(PLUGINS); do \
 		echo "build plugin $$p"; \
-		$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/plugins/plexporter-$$p ./plugins/$$p; \
+		cgo=0; case " $(CGO_PLUGINS) " in *" $$p "*) cgo=1;; esac; \
+		CGO_ENABLED=$$cgo $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/plugins/plexporter-$$p ./plugins/$$p; \
 		if [ -f plugins/$$p/plexporter-$$p.yaml ]; then cp plugins/$$p/plexporter-$$p.yaml $(BIN)/plugins/; fi; \
 	done
+
+## collectors: the example C collector of sdk/cabi/examples, built as a
+##             vendor builds one (sdk/cabi/README.md)
+collectors:
+	@mkdir -p $(BIN)/collectors
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -Isdk/cabi -o $(BIN)/collectors/libplexporter_loadavg.so sdk/cabi/examples/loadavg.c
 
 ## run: build, then serve on $(LISTEN) with the shipped plugins
 run: build
@@ -73,6 +87,8 @@ unit:
 	$(GO) test -count=1 ./...
 	@# the concurrent core again under the race detector (needs cgo)
 	CGO_ENABLED=1 $(GO) test -count=1 -race ./sdk/ ./sdk/fixture/ ./sdk/metricfilter/ ./internal/batch/ ./internal/merge/ ./host/internal/expose/ ./host/internal/scrape/ ./host/internal/supervise/
+	@# plexporter-so's in-process tests load real shared objects (dlopen needs cgo)
+	CGO_ENABLED=1 $(GO) test -count=1 -race ./plugins/so/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
