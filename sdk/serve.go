@@ -22,7 +22,7 @@ func Serve(p Plugin) {
 	watchLifeline()
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  transport.Handshake,
-		VersionedPlugins: transport.PluginSet(NewServer(p, logger)),
+		VersionedPlugins: transport.PluginSet(newServer(p, logger)),
 		GRPCServer:       plugin.DefaultGRPCServer,
 		Logger:           sink,
 	})

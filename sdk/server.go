@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk/internal/plumbing"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
@@ -36,9 +37,13 @@ type server struct {
 	collecting chan struct{}
 }
 
-// NewServer wraps a Plugin as a PluginServiceServer. Serve does this for
-// you; sdktest and custom hosts use it directly.
-func NewServer(p Plugin, log *slog.Logger) pluginv1.PluginServiceServer {
+func init() {
+	plumbing.NewServer = func(p any, log *slog.Logger) pluginv1.PluginServiceServer { return newServer(p.(Plugin), log) }
+}
+
+// newServer wraps a Plugin as the PluginService that Serve registers and
+// sdktest connects to (through plumbing.NewServer).
+func newServer(p Plugin, log *slog.Logger) pluginv1.PluginServiceServer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

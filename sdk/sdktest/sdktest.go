@@ -52,6 +52,7 @@ import (
 	"github.com/plexporter/plexporter/internal/merge"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/internal/plumbing"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
 
@@ -121,7 +122,7 @@ type Conn struct {
 // plugin) and configures it with opts. The connection closes with the test.
 func Client(t testing.TB, p sdk.Plugin, opts Options) *Conn {
 	t.Helper()
-	c := &Conn{PluginServiceClient: connect(t, sdk.NewServer(p, sdk.Logger())), opts: opts}
+	c := &Conn{PluginServiceClient: connect(t, plumbing.NewServer(p, sdk.Logger())), opts: opts}
 	cfg, err := structpb.NewStruct(opts.Config)
 	if err != nil {
 		t.Fatalf("plugin config: %v", err)
