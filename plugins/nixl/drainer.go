@@ -227,10 +227,20 @@ func (d *drainer) rescan() {
 func (d *drainer) track(path, name string) {
 	if r, ok := d.readers[path]; ok {
 		if id, err := statID(path); err == nil && id == r.ring.id {
-			return
+			// An idle ring is not re-stated by its drains: check here
+			// that the file still has the mapped size.
+			serr := r.ring.checkSize()
+			if serr == nil {
+				return
+			}
+			if !errors.Is(serr, errReopen) {
+				d.readerError(name, serr)
+			}
+		} else {
+			// another file under the same name now (the agent re-created
+			// it); the old mapping still holds the old file's rest
+			d.drainOne(path, r, d.now())
 		}
-		// another file under the same name now (the agent re-created it)
-		d.drainOne(path, r, d.now())
 		r.ring.close()
 		delete(d.readers, path)
 	}

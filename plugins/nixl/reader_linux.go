@@ -122,23 +122,33 @@ type drainResult struct {
 // write_pos. The caller decodes the copy. A file that is no longer what
 // was mapped is an error: errReopen (grown, or another ring now), or a
 // formatError with reason truncated or invalid_header.
+//
+// The header is read first (under the fault guard, like every access);
+// only when there is something to copy is the file re-stated, so that an
+// idle ring costs no system call.
 func (r *ringFile) drain(scratch *[]byte) (res drainResult, err error) {
+	return r.consume(scratch, r.checkSize)
+}
+
+// checkSize refuses a mapping larger than the file: reading past its end
+// would fault.
+func (r *ringFile) checkSize() error {
 	var st unix.Stat_t
 	if err := unix.Fstat(r.fd, &st); err != nil {
-		return res, &formatError{reason: reasonOpen, msg: fmt.Sprintf("stat %s: %v", r.path, err)}
+		return &formatError{reason: reasonOpen, msg: fmt.Sprintf("stat %s: %v", r.path, err)}
 	}
 	switch {
 	case st.Size < int64(len(r.data)):
-		return res, &formatError{reason: reasonTruncated, msg: fmt.Sprintf("%s shrank from %d to %d bytes under the reader", r.path, len(r.data), st.Size)}
+		return &formatError{reason: reasonTruncated, msg: fmt.Sprintf("%s shrank from %d to %d bytes under the reader", r.path, len(r.data), st.Size)}
 	case st.Size > int64(len(r.data)):
-		return res, errReopen
+		return errReopen
 	}
-	return r.consume(scratch)
+	return nil
 }
 
-// consume is drain without the size check; tests call it on a truncated
-// file to prove the fault guard.
-func (r *ringFile) consume(scratch *[]byte) (res drainResult, err error) {
+// consume is drain with the size check given; tests pass none to prove
+// the fault guard on a truncated file.
+func (r *ringFile) consume(scratch *[]byte, checkSize func() error) (res drainResult, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
@@ -170,6 +180,12 @@ func (r *ringFile) consume(scratch *[]byte) (res drainResult, err error) {
 	}
 	res.header = h
 	res.moved = r.drained && h.readPos != r.lastRead
+	if h.writePos == h.readPos && !res.moved {
+		return res, nil // nothing new, nothing to store
+	}
+	if err := checkSize(); err != nil {
+		return drainResult{}, err
+	}
 	res.run = copyUnread((*scratch)[:0], r.data[headerSize:], r.lay, h.capacity, h.readPos, h.writePos)
 	*scratch = res.run
 	rpos.Store(h.writePos) // release: the copied slots are the writer's again

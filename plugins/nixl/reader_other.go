@@ -36,3 +36,5 @@ func (r *ringFile) drain(*[]byte) (drainResult, error) { return drainResult{}, e
 func probeFile(path string) (fileSig, error) { return fileSig{}, errUnsupported }
 
 func statID(path string) (fileID, error) { return fileID{}, errUnsupported }
+
+func (r *ringFile) checkSize() error { return errUnsupported }
