@@ -410,6 +410,7 @@ func TestMisconfigured(t *testing.T) {
 		"bad window":  {"    config: {load_windows: [2m]}\n", `load_windows: '2m' is not one of 1m, 5m, 15m`},
 		"not a list":  {"    config: {load_windows: 1m}\n", `load_windows: '1m' is not a list of strings`},
 		"unknown key": {"    config: {interval: 10s}\n", `interval: unknown key`},
+		"twice":       {"    config: {load_windows: [1m, 5m, 1m]}\n", `load_windows: '1m' is listed twice`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := startHost(t, setup{procfs: "proc", config: tc.config})
