@@ -4,11 +4,61 @@
 //
 // A plugin is a small program:
 //
-//	func main() { sdk.Serve(&myPlugin{}) }
+//	func main() { sdk.Serve(newPlugin()) }
 //
-// where myPlugin implements Plugin. The SDK owns the handshake with the host,
-// logging, panic recovery, deadlines, allowlist pushdown and the lifeline
-// (the plugin exits when the host goes away).
+// where the plugin implements Plugin, and Closer when it runs background
+// work. The SDK owns the handshake with the host, logging (Logger), panic
+// recovery, deadlines, allowlist pushdown (Writer.Enabled, AnyEnabled) and
+// the lifeline (the plugin exits when the host goes away). Package sdktest
+// runs a plugin over the real gRPC path and through the host's own guard:
+// a plugin whose output the host would drop, for breaking a rule below,
+// fails its own test.
+//
+// # Names
+//
+// The executable is plexporter-<name>, <name> matching ^[a-z0-9][a-z0-9_-]*$;
+// Info.Name is <name> and Info.Version is BuildVersion(). Metric names are
+// legacy Prometheus names ([a-zA-Z_:][a-zA-Z0-9_:]*), label names
+// [a-zA-Z_][a-zA-Z0-9_]* without a "__" prefix; a histogram has no "le"
+// label, a summary no "quantile", no family starts with plexporter_, go_ or
+// process_ (the host's own), and no family takes another's series names
+// (a gauge x_count beside a histogram x). Counters end in _total, and a
+// family with a unit ends in it (_bytes, _seconds). Every family is in
+// Info.Metrics, a '*' standing for a part named at run time. A family keeps
+// one type, help, unit and label set; each series is written once per
+// collect.
+//
+// # Limits
+//
+// At most 64 label names per family, label values of at most 4096 bytes
+// and 100000 series per plugin (the host's defaults; the operator may
+// change them). The Writer keeps every message under the host's 4 MiB.
+//
+// # Configuration and errors
+//
+// Configure decodes the plugin's section with Config.Decode into a struct
+// whose json tags are the keys (an unknown key is an error); time spans are
+// Duration. Kernel state is read under Config.Paths, never at fixed paths.
+// A Configure error starts with the key it is about ("smart_interval: 1s is
+// below the minimum of 10s"); remarks that do not stop the plugin go to
+// Config.Warn. At collect, Writer.Error reports a source that failed and
+// the rest goes on. Messages say what failed and where, lowercase, without
+// the plugin's name (the host adds it).
+//
+// # Manifest and permissions
+//
+// plexporter-<name>.yaml beside the executable is the sandbox the host runs
+// the plugin in: as an unprivileged user (root only when the manifest and
+// the host both allow it), with exactly the capabilities,
+// paths, devices, netlink protocols and limits it lists (kernel paths with
+// the {sysfs}, {procfs} and {rootfs} placeholders for the host's roots).
+// Without one the plugin gets no grants. A plugin must work with exactly
+// what its manifest grants; Info.Sandbox only documents it (the host warns
+// when the two differ).
+//
+// The wire protocol, the manifest's schema and the conformance checklist
+// are in docs/plugin-protocol.md; plugins/README.md is the file layout the
+// shipped plugins follow.
 package sdk
 
 import (
@@ -75,7 +125,8 @@ type Paths struct {
 	Sysfs, Procfs, Rootfs string
 }
 
-// Config is what the host sends at Configure.
+// Config is what the host sends at Configure. A test builds one with
+// sdktest.Config.
 type Config struct {
 	// Raw is the plugin's section of the host configuration file.
 	Raw *structpb.Struct

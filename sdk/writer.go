@@ -53,8 +53,9 @@ type Writer struct {
 }
 
 // NewWriter returns a Writer that hands each full batch (and the errors
-// recorded so far) to send. Serve makes one per Collect; hosts and tests use
-// it to build batches in process. Call Flush at the end.
+// recorded so far) to send. A plugin never needs it: Serve makes the Writer
+// each Collect gets. Hosts and benchmarks use it to build batches in
+// process; call Flush at the end.
 func NewWriter(filter *metricfilter.Filter, prefix string, send func(*pluginv1.CollectResponse) error) *Writer {
 	return newWriter(filter, prefix, 0, send)
 }

@@ -19,9 +19,14 @@
 // what the host would serve. Run the test with -update to rewrite them,
 // then review the diff like code.
 //
+// For a plugin's Configure alone, Config builds the sdk.Config the host
+// would send from a map (the plugin's config section), Configure calls it,
+// and Refuses checks a table of sections it must refuse by the key each
+// error names.
+//
 // go-plugin's and the plugin's log lines are not shown; set
-// PLEXPORTER_TEST_PLUGIN_LOGS=1 to see the plugin's (sdk.Logger's and the
-// SDK's own) in the test log.
+// PLEXPORTER_TEST_PLUGIN_LOGS=1 to get the plugin's (sdk.Logger's and the
+// SDK's own, such as a panic's stack) on stderr.
 package sdktest
 
 import (
@@ -80,6 +85,8 @@ type Options struct {
 // Result is one Info + Configure + Collect round trip.
 type Result struct {
 	Info *pluginv1.InfoResponse
+	// Warnings are the remarks Configure returned (Run only).
+	Warnings []string
 	// Batches are the batches as the plugin sent them, before the guard;
 	// Families and Text are what the host would serve of them.
 	Batches []*pluginv1.Batch
@@ -114,6 +121,9 @@ func (d Drop) String() string {
 // returns it; Collect scrapes it.
 type Conn struct {
 	pluginv1.PluginServiceClient
+	// Warnings are the remarks Configure returned (Config.Warn).
+	Warnings []string
+
 	opts Options
 }
 
@@ -127,7 +137,7 @@ func Client(t testing.TB, p sdk.Plugin, opts Options) *Conn {
 	if err != nil {
 		t.Fatalf("plugin config: %v", err)
 	}
-	_, err = c.Configure(context.Background(), &pluginv1.ConfigureRequest{
+	resp, err := c.Configure(context.Background(), &pluginv1.ConfigureRequest{
 		Config:          cfg,
 		EnabledMetrics:  opts.EnabledMetrics,
 		DisabledMetrics: opts.DisabledMetrics,
@@ -137,6 +147,7 @@ func Client(t testing.TB, p sdk.Plugin, opts Options) *Conn {
 	if err != nil {
 		t.Fatalf("configure: %v", err)
 	}
+	c.Warnings = resp.GetWarnings()
 	return c
 }
 
@@ -196,7 +207,7 @@ func Run(t testing.TB, p sdk.Plugin, opts Options) *Result {
 	}
 	checkCatalogue(t, info)
 	res := Collect(t, c, opts.Timeout)
-	res.Info = info
+	res.Info, res.Warnings = info, c.Warnings
 	if !opts.AllowUndeclared {
 		for _, name := range res.Undeclared(t, opts.MetricPrefix) {
 			t.Errorf("family %s is written but not in the plugin's Info catalogue", name)

@@ -234,3 +234,18 @@ func TestLabelValueLength(t *testing.T) {
 		t.Errorf("with --plugin.max-label-length 8192: %q", run.Failures())
 	}
 }
+
+type warning struct{ plugin }
+
+func (w *warning) Configure(_ context.Context, c sdk.Config) error {
+	c.Warn("qp_counters is deprecated")
+	return nil
+}
+
+// Run returns Configure's remarks, as the host would log them.
+func TestRunReturnsConfigureWarnings(t *testing.T) {
+	res := sdktest.Run(t, &warning{plugin{catalogue: []*sdk.Desc{good}, collect: func(*sdk.Writer) {}}}, sdktest.Options{})
+	if len(res.Warnings) != 1 || res.Warnings[0] != "qp_counters is deprecated" {
+		t.Fatalf("warnings %q", res.Warnings)
+	}
+}
