@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/sdk/sdktest"
+)
+
+// node is a host and the plugin as shipped (its manifest; in the sandbox
+// when the test runs as root: own PID namespace, Landlock, the plexporter
+// or nobody user) over a run directory under --path.rootfs.
+type node struct {
+	addr, runDir string
+}
+
+// startNode builds the host and the plugin, writes the manifest (instances
+// listed by pid) and the statistics files into <rootfs>/run/rocm-ernic,
+// and starts the host. The node's real procfs is the plugin's.
+func startNode(t *testing.T, manifest string, stats map[string][]byte) *node {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the host and the plugin")
+	}
+	dir, err := os.MkdirTemp("", "plexporter-ionic") // walkable by the plugin's user, owned by root
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	pluginDir, runDir := filepath.Join(dir, "plugins"), filepath.Join(dir, "node", "run", "rocm-ernic")
+	for _, d := range []string{dir, pluginDir, filepath.Join(dir, "node"), filepath.Join(dir, "node", "run"), runDir} {
+		os.MkdirAll(d, 0o755)
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build(t, filepath.Join(dir, "plexporter"), "../../host")
+	build(t, filepath.Join(pluginDir, "plexporter-ionic"), ".")
+	m, err := os.ReadFile("plexporter-ionic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(pluginDir, "plexporter-ionic.yaml"), m)
+	writeFile(t, filepath.Join(runDir, manifestFile), []byte(manifest))
+	for id, data := range stats {
+		writeFile(t, filepath.Join(runDir, id+".stats"), data)
+	}
+	cfg := filepath.Join(dir, "plexporter.yml")
+	writeFile(t, cfg, []byte("plugins:\n  ionic: {}\n"))
+
+	n := &node{addr: freeAddr(t), runDir: runDir}
+	args := []string{"--plugin.dir=" + pluginDir, "--config.file=" + cfg, "--path.rootfs=" + filepath.Join(dir, "node"), "--web.listen-address=" + n.addr}
+	if os.Geteuid() != 0 {
+		args = append(args, "--no-plugin.sandbox")
+	}
+	logs := &syncbuf.Buffer{}
+	host := exec.Command(filepath.Join(dir, "plexporter"), args...)
+	host.Env = append(os.Environ(), "ERNIC_RUN_DIR=") // the test's environment must not move the run directory
+	host.Stdout, host.Stderr = logs, logs
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		host.Process.Signal(syscall.SIGTERM)
+		host.Wait()
+		if t.Failed() {
+			t.Logf("host log:\n%s", logs.String())
+		}
+	})
+	var body string
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(body, "ernic_instances "); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no ionic series after 30 s; last scrape:\n%s", body)
+		}
+		body = get(n.addr)
+	}
+	return n
+}
+
+// startServer starts a process that stands in for a rocm-ernic server and
+// returns its pid.
+func startServer(t *testing.T) int {
+	t.Helper()
+	server := exec.Command("sleep", "300")
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Process.Kill(); server.Wait() })
+	return server.Process.Pid
+}
+
+// deadPid returns the pid of a process that has exited and been reaped.
+func deadPid(t *testing.T) int {
+	t.Helper()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return gone.Process.Pid
+}
+
+// TestSandboxedLiveness: in the plugin's PID namespace kill(pid, 0) would
+// say ESRCH for a live server and a dead one alike; the procfs check tells
+// them apart and reads the live one's start time.
+func TestSandboxedLiveness(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox needs root (CI runs as root)")
+	}
+	n := startNode(t, fmt.Sprintf(`{"instances": [
+	  {"id": 1, "role": "manager", "pid": %d, "mac": "02:00:00:00:00:01", "vm": null},
+	  {"id": 2, "role": "worker", "pid": %d, "mac": "02:00:00:00:00:02", "vm": null}]}`, startServer(t), deadPid(t)),
+		map[string][]byte{"1": renderStats(10, true)})
+	body := get(n.addr)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			got[sampleKey(name, m.GetLabel())] = sampleValue(m)
+		}
+	}
+	for key, want := range map[string]float64{
+		`plexporter_plugin_sandboxed{plugin="ionic"}`:                            1,
+		`ernic_instance_up{ernic_id="1",mac="02:00:00:00:00:01",role="manager"}`: 1,
+		`ernic_instance_up{ernic_id="2",mac="02:00:00:00:00:02",role="worker"}`:  0,
+		`ernic_stats_writes_total{ernic_id="1",role="manager"}`:                  10,
+		`ionic_collection_errors_total{collector="procfs"}`:                      0,
+		`ionic_collection_errors_total{collector="stats"}`:                       0,
+	} {
+		if v, ok := got[key]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)
+		}
+	}
+	if up, ok := got[`ernic_instance_uptime_seconds{ernic_id="1",role="manager"}`]; !ok || up < 0 || up > 120 {
+		t.Errorf("uptime of the live server: %v (present %v): its stat file was not read in the sandbox", up, ok)
+	}
+	if t.Failed() {
+		t.Logf("exposition:\n%s", body)
+	}
+}
+
+func build(t *testing.T, out, pkg string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, 0o644)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func get(addr string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	return b.String()
+}
+
+// TestDashboardAnswers: every panel and variable query of the dashboard,
+// against a real Prometheus that scraped the plugin over the shared run
+// directory (instances 1 and 2 live, 3 dead): no error, no empty result.
+func TestDashboardAnswers(t *testing.T) {
+	prom := sdktest.PrometheusBinary(t, "prometheus")
+	root := sdktest.Unpack(t, "testdata/ernic-run.ttar")
+	runDir := filepath.Join(root, "run", "rocm-ernic")
+	manifest, err := os.ReadFile(filepath.Join(runDir, manifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := strings.NewReplacer(`"pid": 2101`, fmt.Sprintf(`"pid": %d`, startServer(t)), `"pid": 2102`, fmt.Sprintf(`"pid": %d`, startServer(t))).Replace(string(manifest))
+	stats := map[string][]byte{}
+	for _, id := range []string{"1", "2", "3"} {
+		if stats[id], err = os.ReadFile(filepath.Join(runDir, id+".stats")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := startNode(t, m, stats)
+	promURL := startPrometheus(t, prom, n.addr)
+	waitFor(t, 60*time.Second, "five scrapes", func() bool {
+		r, err := instant(promURL, `count_over_time(up{job="plexporter"}[1m]) >= 5`)
+		return err == nil && len(r) == 1
+	})
+	d := loadDashboard(t)
+	vqs, labels := variableQueries(t, d)
+	for i, q := range vqs {
+		res, err := instant(promURL, substitute(q.expr))
+		if err != nil {
+			t.Errorf("%s: %s: %v", q.where, q.expr, err)
+			continue
+		}
+		if !slices.ContainsFunc(res, func(r result) bool { return r.Metric[labels[i]] != "" }) {
+			t.Errorf("%s: %s gives no value of %s", q.where, q.expr, labels[i])
+		}
+	}
+	for _, q := range panelQueries(t, d) {
+		res, err := instant(promURL, substitute(q.expr))
+		switch {
+		case err != nil:
+			t.Errorf("%s: %s: %v", q.where, q.expr, err)
+		case len(res) == 0:
+			t.Errorf("%s: %s: empty", q.where, substitute(q.expr))
+		}
+	}
+}
+
+type result struct {
+	Metric map[string]string
+	Value  []any
+}
+
+// instant runs an instant query; an error is Prometheus's (bad PromQL).
+func instant(promURL, q string) ([]result, error) {
+	resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status, Error string
+		Data          struct {
+			ResultType string
+			Result     json.RawMessage
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	if body.Status != "success" {
+		return nil, fmt.Errorf("prometheus: %s", body.Error)
+	}
+	var res []result
+	switch body.Data.ResultType {
+	case "vector", "matrix":
+		if err := json.Unmarshal(body.Data.Result, &res); err != nil {
+			return nil, err
+		}
+	case "scalar":
+		res = []result{{Metric: map[string]string{}}}
+	}
+	return res, nil
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !ok(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+	}
+}
+
+// startPrometheus runs Prometheus scraping the host every second as job
+// plexporter and returns its URL.
+func startPrometheus(t *testing.T, bin, hostAddr string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	writeFile(t, cfg, []byte(fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: plexporter\n    static_configs:\n      - targets: [%q]\n", hostAddr)))
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
+	logs := &syncbuf.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", logs.String())
+		}
+	})
+	return "http://" + addr
+}
