@@ -55,7 +55,7 @@ func (p *plugin) Info() sdk.Info {
 		Metrics: catalogue,
 		Sandbox: sdk.SandboxHints{
 			Capabilities:  []string{"CAP_BPF", "CAP_PERFMON"},
-			ReadOnlyPaths: []string{"/sys/kernel/btf/vmlinux", "/sys/dev/block", "/proc/self/mounts"},
+			ReadOnlyPaths: []string{"/sys/kernel/btf", "/sys/devices/system/cpu/possible", "/proc/self/mountinfo", "/sys/dev/block", "/proc/self/mounts"},
 		},
 	}
 }
