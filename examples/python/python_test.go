@@ -78,9 +78,10 @@ func TestMain(m *testing.M) {
 
 // pyHost is a running host with the Python plugin installed.
 type pyHost struct {
-	t    *testing.T
-	url  string
-	logs *syncbuf.Buffer
+	t      *testing.T
+	url    string
+	logs   *syncbuf.Buffer
+	procfs string // the procfs copy, if the setup asked for one
 }
 
 // setup is what a test varies: the plugin's section of the host's config
@@ -141,7 +142,7 @@ func startHost(t *testing.T, s setup) *pyHost {
 		}
 		args = append(args, "--path.procfs="+procfs)
 	}
-	h := &pyHost{t: t, url: "http://" + addr, logs: &syncbuf.Buffer{}}
+	h := &pyHost{t: t, url: "http://" + addr, logs: &syncbuf.Buffer{}, procfs: filepath.Join(dir, "proc")}
 	cmd := exec.Command(filepath.Join(binDir, "plexporter"), append(args, s.flags...)...)
 	cmd.Stdout, cmd.Stderr = h.logs, h.logs
 	if err := cmd.Start(); err != nil {
@@ -521,4 +522,46 @@ func TestHungSourceCostsItsFamilies(t *testing.T) {
 		mfs, err := h.tryScrape("")
 		return err == nil && value(mfs, "plexporter_plugin_restarts_total", "plugin", "pyexample") >= 1
 	})
+}
+
+// TestSandboxConfinesThePlugin: the Python process is held to its
+// manifest's paths. Its Landlock rules name the inodes the grants had at
+// launch, so a stat file put in place afterwards (a new inode at the same
+// path) is denied to the sandboxed plugin, and read by an unsandboxed one.
+func TestSandboxConfinesThePlugin(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox needs root (CI runs as root)")
+	}
+	for _, sandboxed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sandboxed=%v", sandboxed), func(t *testing.T) {
+			s := setup{procfs: "proc"}
+			if !sandboxed {
+				s.flags = []string{"--no-plugin.sandbox"}
+			}
+			h := startHost(t, s)
+			if v := value(h.scrape(), "pyexample_forks_total"); v != 54321 {
+				t.Fatalf("pyexample_forks_total = %v, want 54321 (testdata/proc/stat)", v)
+			}
+			replacement := filepath.Join(h.procfs, "stat.new")
+			if err := os.WriteFile(replacement, []byte("ctxt 1\nprocesses 99999\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(replacement, filepath.Join(h.procfs, "stat")); err != nil {
+				t.Fatal(err)
+			}
+			mfs := h.scrape()
+			forks := value(mfs, "pyexample_forks_total")
+			denied := value(mfs, "plexporter_plugin_collect_errors_total", "plugin", "pyexample", "collector", "stat") >= 1
+			switch {
+			case sandboxed && (!denied || !math.IsNaN(forks)):
+				t.Errorf("sandboxed: the replaced stat was read (pyexample_forks_total = %v, a stat error: %v), want it denied", forks, denied)
+			case sandboxed:
+				h.waitFor(5*time.Second, "the denial logged", func() bool {
+					return containsLine(h.logs.String(), "level=WARN", "pyexample", "Permission denied")
+				})
+			case !sandboxed && forks != 99999:
+				t.Errorf("unsandboxed: pyexample_forks_total = %v, want 99999 from the replaced stat", forks)
+			}
+		})
+	}
 }
