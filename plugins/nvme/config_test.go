@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,5 +65,26 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 	}
 	if p, err = configure(t, map[string]any{"smart": false}); err != nil || p.current() != nil {
 		t.Errorf("smart: false: err %v, poller %v", err, p.current())
+	}
+}
+
+// TestCrusoePrefixRefused: metric_prefix crusoe_vm_ would give
+// nvme_collection_errors_total the Crusoe exporter's name for a per-scrape
+// gauge; the plugin refuses it, naming the key, the family and the rules
+// file. Another prefix is fine.
+func TestCrusoePrefixRefused(t *testing.T) {
+	for prefix, refused := range map[string]bool{"crusoe_vm_": true, "node_": false, "": false} {
+		p := newPlugin()
+		cfg := sdktest.Config(t, map[string]any{"smart": false}, sdk.Paths{Sysfs: t.TempDir()})
+		cfg.MetricPrefix = prefix
+		err := p.Configure(context.Background(), cfg)
+		_ = p.Close()
+		if refused != (err != nil) {
+			t.Errorf("prefix %q: err = %v, refused want %v", prefix, err, refused)
+			continue
+		}
+		if refused && (!strings.HasPrefix(err.Error(), "metric_prefix: ") || !strings.Contains(err.Error(), "crusoe_vm_nvme_collection_errors_total") || !strings.Contains(err.Error(), "plexporter-nvme.rules.yml")) {
+			t.Errorf("prefix %q: error %q does not name the key, the Crusoe name and the rules", prefix, err)
+		}
 	}
 }

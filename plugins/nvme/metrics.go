@@ -6,10 +6,24 @@ import "github.com/plexporter/plexporter/sdk"
 var (
 	descInfo = sdk.NewDesc("nvme_info", sdk.Gauge,
 		"NVMe controller identity from sysfs; always 1.",
-		"device", "serial", "model", "firmware_rev", "transport", "address")
+		"device", "serial", "model", "firmware_rev", "transport", "address", "cntlid")
 	descControllerState = sdk.NewDesc("nvme_controller_state", sdk.Gauge,
 		"NVMe controller state from sysfs (live, resetting, connecting, deleting, dead, ...); always 1, the state is the label.",
 		"device", "state")
+)
+
+// Namespaces (sysfs, every scrape), as node_exporter 1.12's nvme collector
+// has them, in bytes.
+var (
+	descNamespaceInfo = sdk.NewDesc("nvme_namespace_info", sdk.Gauge,
+		"NVMe namespace identity from sysfs; always 1. namespace is the block device (nvme0n1, or a multipath path device nvme0c0n1), ana_state empty without ANA.",
+		"device", "namespace", "nsid", "ana_state")
+	descNamespaceSize = sdk.NewDesc("nvme_namespace_size_bytes", sdk.Gauge,
+		"Size of the namespace in bytes (sysfs size, 512-byte sectors).", "device", "namespace").WithUnit("bytes")
+	descNamespaceUsed = sdk.NewDesc("nvme_namespace_used_bytes", sdk.Gauge,
+		"Space the namespace has allocated, in bytes (NUSE x logical block size); thin-provisioned namespaces report less than their size.", "device", "namespace").WithUnit("bytes")
+	descNamespaceBlockSize = sdk.NewDesc("nvme_namespace_logical_block_size_bytes", sdk.Gauge,
+		"Logical block size of the namespace in bytes.", "device", "namespace").WithUnit("bytes")
 )
 
 // Plugin health: the project's error-counter convention,
@@ -95,4 +109,17 @@ var smartDescs = []*sdk.Desc{
 }
 
 // catalogue is every family the plugin writes, returned by Info.
-var catalogue = append([]*sdk.Desc{descInfo, descControllerState, descCollectionErrors}, smartDescs...)
+var catalogue = append([]*sdk.Desc{descInfo, descControllerState, descCollectionErrors,
+	descNamespaceInfo, descNamespaceSize, descNamespaceUsed, descNamespaceBlockSize}, smartDescs...)
+
+// namespaceDescs are the families that need the namespace directories;
+// when the allowlist disables all of them they are not read.
+var namespaceDescs = []*sdk.Desc{descNamespaceInfo, descNamespaceSize, descNamespaceUsed, descNamespaceBlockSize}
+
+// crusoeConflicts are the Crusoe exporter's names that metric_prefix
+// crusoe_vm_ would give a family of this plugin although the Crusoe family
+// has another type or meaning. Configure refuses such a prefix: the
+// recording rules (plexporter-nvme.rules.yml) are the way to Crusoe's names.
+var crusoeConflicts = map[string]string{
+	"crusoe_vm_nvme_collection_errors_total": "the Crusoe exporter's unlabelled gauge of SMART read errors in one scrape, while this family is a cumulative counter by collector",
+}

@@ -82,6 +82,12 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
+	for _, d := range catalogue {
+		if why, ok := crusoeConflicts[cfg.MetricPrefix+d.Name]; ok {
+			return fmt.Errorf("metric_prefix: %q would name %s %s%s, which is %s; leave the prefix off and load plexporter-nvme.rules.yml to record the Crusoe names",
+				cfg.MetricPrefix, d.Name, cfg.MetricPrefix, d.Name, why)
+		}
+	}
 	// Allowlist pushdown: when nobody wants the SMART families the poller
 	// does not run and no device is opened.
 	smartOn := c.smartEnabled() && cfg.AnyEnabled(smartDescs...)
@@ -135,10 +141,13 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			for _, e := range id.Errs {
 				p.fail(w, collectorIdentity, e)
 			}
-			w.Gauge(descInfo, 1, name, id.Serial, id.Model, id.FirmwareRev, id.Transport, id.Address)
+			w.Gauge(descInfo, 1, name, id.Serial, id.Model, id.FirmwareRev, id.Transport, id.Address, id.Cntlid)
 			if id.State != "" {
 				w.Gauge(descControllerState, 1, name, id.State)
 			}
+		}
+		if w.AnyEnabled(namespaceDescs...) {
+			p.writeNamespaces(w, sysfs, name)
 		}
 
 		switch {
@@ -162,6 +171,27 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writeNamespaces writes the namespace families of one controller; a
+// value sysfs does not have gets no sample.
+func (p *plugin) writeNamespaces(w *sdk.Writer, sysfs, ctrl string) {
+	nss, errs := readNamespaces(sysfs, ctrl)
+	for _, e := range errs {
+		p.fail(w, collectorIdentity, e)
+	}
+	for _, ns := range nss {
+		w.Gauge(descNamespaceInfo, 1, ctrl, ns.Name, ns.NSID, ns.ANAState)
+		if ns.HasSize {
+			w.Gauge(descNamespaceSize, float64(ns.SizeBytes), ctrl, ns.Name)
+		}
+		if ns.HasUsed {
+			w.Gauge(descNamespaceUsed, float64(ns.UsedBytes), ctrl, ns.Name)
+		}
+		if ns.HasBlockSize {
+			w.Gauge(descNamespaceBlockSize, float64(ns.BlockSize), ctrl, ns.Name)
+		}
+	}
 }
 
 // fail reports a partial failure of a scrape and counts it.

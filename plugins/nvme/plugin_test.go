@@ -203,7 +203,7 @@ func TestIdentityErrorsArePartial(t *testing.T) {
 	}
 	text := res.Text(t)
 	for _, want := range []string{
-		"nvme_info{device=\"nvme1\",serial=\"\uFFFDAB\",model=\"\",firmware_rev=\"\",transport=\"pcie\",address=\"0000:c2:00.0\"} 1",
+		"nvme_info{device=\"nvme1\",serial=\"\uFFFDAB\",model=\"\",firmware_rev=\"\",transport=\"pcie\",address=\"0000:c2:00.0\",cntlid=\"0\"} 1",
 		// nvme1's model and firmware_rev, and nvme7's directory.
 		`nvme_collection_errors_total{collector="identity"} 3`,
 		// nvme2's EIO, and nvme7's read (no fake page).
@@ -258,7 +258,7 @@ func TestUnlistableControllers(t *testing.T) {
 
 func TestInfoCatalogue(t *testing.T) {
 	info := newPlugin().Info()
-	if info.Name != "nvme" || len(info.Metrics) != len(smartDescs)+3 {
+	if info.Name != "nvme" || len(info.Metrics) != len(smartDescs)+3+len(namespaceDescs) {
 		t.Fatalf("info = %+v", info)
 	}
 	seen := map[string]bool{}

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 
 	"github.com/plexporter/plexporter/internal/sysfs"
 )
@@ -17,7 +21,11 @@ type identity struct {
 	Transport   string // pcie, tcp, rdma, fc, loop
 	State       string // live, resetting, connecting, deleting, dead, ...
 	Address     string // PCI function or fabrics address
-	// Errs holds the attributes that could not be read (left empty).
+	Cntlid      string // controller ID within its subsystem
+	// Errs holds the attributes that exist but could not be read (left
+	// empty). An attribute the kernel does not have (transport and address
+	// before Linux 4.x, cntlid on old kernels) is empty without an error:
+	// it would otherwise be a collect error on every scrape.
 	Errs []error
 }
 
@@ -44,9 +52,12 @@ func listControllers(root string) ([]string, error) {
 // Attributes that are missing or unreadable are left empty and their errors
 // listed in Errs; only an unreadable controller directory, or one without
 // any readable attribute, is an error.
+const identityAttrs = 7
+
 func readIdentity(root, ctrl string) (identity, error) {
 	dir := filepath.Join(root, "class", "nvme", ctrl)
 	id := identity{Device: ctrl}
+	missing := 0
 	if _, err := os.Stat(dir); err != nil {
 		return id, err
 	}
@@ -60,18 +71,102 @@ func readIdentity(root, ctrl string) (identity, error) {
 		{"transport", &id.Transport},
 		{"state", &id.State},
 		{"address", &id.Address},
+		{"cntlid", &id.Cntlid},
 	} {
 		v, err := sysfs.ReadAttr(filepath.Join(dir, a.name))
+		if errors.Is(err, fs.ErrNotExist) {
+			missing++
+			continue
+		}
 		if err != nil {
 			id.Errs = append(id.Errs, err)
 			continue
 		}
 		*a.dst = v
 	}
-	if len(id.Errs) == 6 {
+	switch {
+	case missing == identityAttrs:
+		return id, fmt.Errorf("%s: no identity attribute (serial, model, ...) exists", dir)
+	case missing+len(id.Errs) == identityAttrs:
 		// The first cause says why (permission denied: a sandbox without the
 		// devices grant), which "none readable" alone would not.
 		return id, fmt.Errorf("%s: no identity attribute readable: %w", dir, id.Errs[0])
 	}
 	return id, nil
+}
+
+// namespace is one namespace block device of a controller, as sysfs shows
+// it under the controller's directory: nvme0n1, or with native multipath
+// the controller's path device nvme0c0n1.
+type namespace struct {
+	Name string // nvme0n1
+	NSID string // nsid attribute; empty where the kernel has none
+	// ANAState is the ANA state of a multipath path (optimized,
+	// non-optimized, inaccessible, ...); empty without ANA.
+	ANAState string
+	// SizeBytes is the size attribute (512-byte sectors, whatever the
+	// logical block size) in bytes.
+	SizeBytes    uint64
+	HasSize      bool
+	BlockSize    uint64 // queue/logical_block_size
+	HasBlockSize bool
+	UsedBytes    uint64 // nuse (logical blocks) x logical block size
+	HasUsed      bool
+}
+
+var namespaceDir = regexp.MustCompile(`^nvme[0-9]+(c[0-9]+)?n[0-9]+$`)
+
+// readNamespaces reads the namespaces under a controller's directory. A
+// missing attribute gives no value (never 0); a value that does not parse
+// is an error.
+//
+// Units: the size attribute of every block device counts 512-byte
+// sectors (block/genhd.c), while nuse is the NVMe Identify Namespace NUSE
+// field, in logical blocks (drivers/nvme/host/sysfs.c). So size is x512
+// and nuse x logical_block_size; multiplying size by the logical block
+// size, as some exporters do, overstates a 4 KiB-formatted namespace 8x.
+func readNamespaces(root, ctrl string) ([]namespace, []error) {
+	dir := filepath.Join(root, "class", "nvme", ctrl)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, []error{err}
+	}
+	var out []namespace
+	var errs []error
+	for _, e := range entries {
+		if !namespaceDir.MatchString(e.Name()) {
+			continue
+		}
+		nsDir := filepath.Join(dir, e.Name())
+		ns := namespace{Name: e.Name()}
+		str := func(f string) string {
+			v, err := sysfs.ReadAttr(filepath.Join(nsDir, f))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			return v
+		}
+		num := func(f string) (uint64, bool) {
+			v := str(f)
+			if v == "" {
+				return 0, false
+			}
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", filepath.Join(nsDir, f), err))
+				return 0, false
+			}
+			return n, true
+		}
+		ns.NSID, ns.ANAState = str("nsid"), str("ana_state")
+		if sectors, ok := num("size"); ok {
+			ns.SizeBytes, ns.HasSize = sectors*512, true
+		}
+		ns.BlockSize, ns.HasBlockSize = num("queue/logical_block_size")
+		if nuse, ok := num("nuse"); ok && ns.HasBlockSize {
+			ns.UsedBytes, ns.HasUsed = nuse*ns.BlockSize, true
+		}
+		out = append(out, ns)
+	}
+	return out, errs
 }

@@ -62,7 +62,7 @@ func TestReadIdentityPermissionDenied(t *testing.T) {
 func TestReadIdentityNothingReadableSaysWhy(t *testing.T) {
 	root := sysfsFixture(t, "sysfs")
 	dir := filepath.Join(root, "class/nvme/nvme0")
-	for _, a := range []string{"serial", "model", "firmware_rev", "transport", "state", "address"} {
+	for _, a := range []string{"serial", "model", "firmware_rev", "transport", "state", "address", "cntlid"} {
 		p := filepath.Join(dir, a)
 		if os.Geteuid() == 0 {
 			// root reads mode-000 files: a directory fails the read instead.
@@ -75,5 +75,56 @@ func TestReadIdentityNothingReadableSaysWhy(t *testing.T) {
 	_, err := readIdentity(root, "nvme0")
 	if err == nil || !strings.Contains(err.Error(), "no identity attribute readable: ") || !strings.Contains(err.Error(), filepath.Join(dir, "serial")) {
 		t.Fatalf("err = %v, want the first attribute's error wrapped", err)
+	}
+}
+
+// TestAttributesOldKernelsLack: an attribute the kernel does not have
+// (transport, address and cntlid are missing on old kernels) is an empty
+// label, not a collect error on every scrape; one that exists but cannot be
+// read still is.
+func TestAttributesOldKernelsLack(t *testing.T) {
+	root := sysfsFixture(t, "sysfs")
+	dir := filepath.Join(root, "class/nvme/nvme0")
+	for _, a := range []string{"transport", "address", "cntlid"} {
+		must(t, os.Remove(filepath.Join(dir, a)))
+	}
+	id, err := readIdentity(root, "nvme0")
+	if err != nil || len(id.Errs) != 0 {
+		t.Fatalf("missing attributes reported: %v %v", err, id.Errs)
+	}
+	if id.Transport != "" || id.Address != "" || id.Cntlid != "" || id.Serial == "" {
+		t.Fatalf("identity = %+v", id)
+	}
+	for _, a := range []string{"serial", "model", "firmware_rev", "state"} {
+		must(t, os.Remove(filepath.Join(dir, a)))
+	}
+	if _, err := readIdentity(root, "nvme0"); err == nil || !strings.Contains(err.Error(), "no identity attribute") {
+		t.Fatalf("a controller directory without any attribute: err = %v", err)
+	}
+}
+
+// TestNamespaceUnits: size counts 512-byte sectors whatever the logical
+// block size, nuse logical blocks; an attribute that is missing gives no
+// value.
+func TestNamespaceUnits(t *testing.T) {
+	root := sysfsFixture(t, "sysfs")
+	nss, errs := readNamespaces(root, "nvme0")
+	if len(errs) != 0 || len(nss) != 1 {
+		t.Fatalf("namespaces %+v errors %v", nss, errs)
+	}
+	ns := nss[0]
+	if ns.Name != "nvme0n1" || ns.NSID != "1" || !ns.HasSize || ns.SizeBytes != 7501476528*512 || ns.BlockSize != 4096 || !ns.HasUsed || ns.UsedBytes != 187536913*4096 {
+		t.Fatalf("nvme0n1 = %+v", ns)
+	}
+	// nvme1n1 has no nuse file: no used bytes, and no error.
+	nss, errs = readNamespaces(root, "nvme1")
+	if len(errs) != 0 || len(nss) != 1 || nss[0].HasUsed || !nss[0].HasSize || nss[0].SizeBytes != 3750748848*512 {
+		t.Fatalf("nvme1 namespaces %+v errors %v", nss, errs)
+	}
+	// A value that is not a number is an error naming the file.
+	must(t, os.WriteFile(filepath.Join(root, "class/nvme/nvme0/nvme0n1/size"), []byte("lots\n"), 0o644))
+	nss, errs = readNamespaces(root, "nvme0")
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "nvme0n1/size") || nss[0].HasSize {
+		t.Fatalf("garbage size: %+v %v", nss, errs)
 	}
 }
