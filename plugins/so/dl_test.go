@@ -3,6 +3,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,5 +57,32 @@ func TestRefusesLibraries(t *testing.T) {
 		{Raw: map[string]any{"library": notCollector}, Key: "library", Detail: notCollector + " does not export plexporter_collector_abi_version"},
 		{Raw: map[string]any{"library": filepath.Join(dir, "nope.so")}, Key: "library", Detail: "library: dlopen: " + filepath.Join(dir, "nope.so")},
 		{Raw: map[string]any{"library": series, "collector": map[string]any{"fail": 1}}, Key: "collector", Detail: series + ": series: refused as asked"},
+	})
+}
+
+// The ABI from a second toolchain: a collector written in Go, built with
+// -buildmode=c-shared, in a process that has a Go runtime of its own.
+func TestGoCSharedCollector(t *testing.T) {
+	so := filepath.Join(t.TempDir(), "gocollector.so")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", so, "./testdata/gocollector")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -buildmode=c-shared: %v\n%s", err, b)
+	}
+	c := sdktest.Client(t, newPlugin(), sdktest.Options{Config: map[string]any{
+		"library": so, "collector": map[string]any{"label": "from-go"},
+	}})
+	for i := 1; i <= 2; i++ {
+		text := sdktest.Collect(t, c, 0).Text(t)
+		sdktest.Contains(t, text,
+			fmt.Sprintf("gocollector_collects_total %d", i),
+			`gocollector_info{label="from-go"} 1`,
+			`so_collection_errors_total{collector="gocollector"} 0`)
+		if !strings.Contains(text, "gocollector_goroutines ") {
+			t.Errorf("no gocollector_goroutines:\n%s", text)
+		}
+	}
+	sdktest.Refuses(t, newPlugin, sdk.Paths{}, []sdktest.Refusal{
+		{Raw: map[string]any{"library": so, "collector": map[string]any{"label": 1}}, Key: "collector", Detail: "gocollector settings: json: cannot unmarshal number"},
 	})
 }

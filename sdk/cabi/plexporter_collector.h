@@ -114,6 +114,11 @@ struct plexporter_emitter {
 
 /* --- The five functions a collector exports ----------------------------- */
 
+/* A toolchain that writes its own prototypes for exported functions (Go's
+ * cgo, whose generated ones lack const) defines
+ * PLEXPORTER_COLLECTOR_NO_PROTOTYPES before including this header. */
+#ifndef PLEXPORTER_COLLECTOR_NO_PROTOTYPES
+
 /* Returns PLEXPORTER_COLLECTOR_ABI_VERSION as the collector was compiled.
  * Called first, before anything else. */
 PLEXPORTER_COLLECTOR_EXPORT uint32_t plexporter_collector_abi_version(void);
@@ -141,6 +146,7 @@ PLEXPORTER_COLLECTOR_EXPORT int plexporter_collector_collect(const struct plexpo
 
 /* Frees what the collector allocated and handed over (configure's *error). */
 PLEXPORTER_COLLECTOR_EXPORT void plexporter_collector_free(void *p);
+#endif /* PLEXPORTER_COLLECTOR_NO_PROTOTYPES */
 
 /* --- Helpers --------------------------------------------------------------- */
 
