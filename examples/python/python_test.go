@@ -412,6 +412,8 @@ func TestMisconfigured(t *testing.T) {
 		"not a list":  {"    config: {load_windows: 1m}\n", `load_windows: '1m' is not a list of strings`},
 		"unknown key": {"    config: {interval: 10s}\n", `interval: unknown key`},
 		"twice":       {"    config: {load_windows: [1m, 5m, 1m]}\n", `load_windows: '1m' is listed twice`},
+		"a number":    {"    config: {load_windows: [1m, 5]}\n", `load_windows: 5.0 is not a string`},
+		"a mapping":   {"    config: {load_windows: {1m: true}}\n", `load_windows: a mapping is not a list of strings`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := startHost(t, setup{procfs: "proc", config: tc.config})
