@@ -16,7 +16,7 @@ import (
 
 // requireRoot skips tests that load BPF programs when not root (CI runs as
 // root, so they run there).
-func requireRoot(t *testing.T) {
+func requireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("loading BPF programs needs root (CAP_BPF+CAP_PERFMON)")
@@ -43,7 +43,7 @@ func startIn(t *testing.T, cfg map[string]any, procfs string) (*plugin, pluginv1
 
 // loopDevice attaches a 16 MiB temporary file to a free loop device with
 // direct I/O and returns the device's name (loop3) and path.
-func loopDevice(t *testing.T) (name, path string) {
+func loopDevice(t testing.TB) (name, path string) {
 	t.Helper()
 	if _, err := exec.LookPath("losetup"); err != nil {
 		t.Skip("losetup (util-linux) is needed for the block I/O test")
@@ -64,12 +64,15 @@ func loopDevice(t *testing.T) (name, path string) {
 	return filepath.Base(path), path
 }
 
-const blockSize = 4096
+const (
+	blockSize    = 4096
+	deviceBlocks = 16 << 20 / blockSize // loopDevice's size; longer runs wrap around
+)
 
 // directIO writes then reads n blocks of dev with O_DIRECT, each
 // synchronous, so that each is exactly one request of blockSize bytes (a
 // waiting request cannot be merged with the next).
-func directIO(t *testing.T, dev string, writes, reads int) {
+func directIO(t testing.TB, dev string, writes, reads int) {
 	t.Helper()
 	fd, err := unix.Open(dev, unix.O_RDWR|unix.O_DIRECT, 0)
 	if err != nil {
@@ -81,12 +84,12 @@ func directIO(t *testing.T, dev string, writes, reads int) {
 		buf[i] = byte(i)
 	}
 	for i := range writes {
-		if n, err := unix.Pwrite(fd, buf, int64(i)*blockSize); err != nil || n != blockSize {
+		if n, err := unix.Pwrite(fd, buf, int64(i%deviceBlocks)*blockSize); err != nil || n != blockSize {
 			t.Fatalf("pwrite %s block %d: %d, %v", dev, i, n, err)
 		}
 	}
 	for i := range reads {
-		if n, err := unix.Pread(fd, buf, int64(i)*blockSize); err != nil || n != blockSize {
+		if n, err := unix.Pread(fd, buf, int64(i%deviceBlocks)*blockSize); err != nil || n != blockSize {
 			t.Fatalf("pread %s block %d: %d, %v", dev, i, n, err)
 		}
 	}
@@ -169,7 +172,7 @@ func TestDiskTracepoint(t *testing.T) {
 
 // requireTracefs mounts tracefs at /sys/kernel/tracing when it is not
 // mounted (a fresh machine), for the classic-tracepoint tests.
-func requireTracefs(t *testing.T) {
+func requireTracefs(t testing.TB) {
 	t.Helper()
 	const dir = "/sys/kernel/tracing"
 	if _, err := os.Stat(filepath.Join(dir, "events")); err == nil {
