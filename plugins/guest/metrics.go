@@ -44,25 +44,25 @@ var (
 
 // Whole disks (<procfs>/diskstats), label device.
 var (
-	descDiskReads = sdk.NewDesc("disk_reads_completed_total", sdk.Counter,
+	descDiskReads = sdk.NewDesc("diskstats_reads_completed_total", sdk.Counter,
 		"Reads completed.", "device")
-	descDiskWrites = sdk.NewDesc("disk_writes_completed_total", sdk.Counter,
+	descDiskWrites = sdk.NewDesc("diskstats_writes_completed_total", sdk.Counter,
 		"Writes completed.", "device")
-	descDiskReadTime = sdk.NewDesc("disk_read_time_seconds_total", sdk.Counter,
+	descDiskReadTime = sdk.NewDesc("diskstats_read_time_seconds_total", sdk.Counter,
 		"Time spent on reads, summed over the reads (the kernel counts milliseconds).", "device").WithUnit("seconds")
-	descDiskWriteTime = sdk.NewDesc("disk_write_time_seconds_total", sdk.Counter,
+	descDiskWriteTime = sdk.NewDesc("diskstats_write_time_seconds_total", sdk.Counter,
 		"Time spent on writes, summed over the writes (the kernel counts milliseconds).", "device").WithUnit("seconds")
-	descDiskReadBytes = sdk.NewDesc("disk_read_bytes_total", sdk.Counter,
+	descDiskReadBytes = sdk.NewDesc("diskstats_read_bytes_total", sdk.Counter,
 		"Bytes read (sectors x 512).", "device").WithUnit("bytes")
-	descDiskWrittenBytes = sdk.NewDesc("disk_written_bytes_total", sdk.Counter,
+	descDiskWrittenBytes = sdk.NewDesc("diskstats_written_bytes_total", sdk.Counter,
 		"Bytes written (sectors x 512).", "device").WithUnit("bytes")
-	descDiskIOTime = sdk.NewDesc("disk_io_time_seconds_total", sdk.Counter,
+	descDiskIOTime = sdk.NewDesc("diskstats_io_time_seconds_total", sdk.Counter,
 		"Time the disk had I/O in flight (utilisation: rate() of it, 0-1).", "device").WithUnit("seconds")
-	descDiskIOsInProgress = sdk.NewDesc("disk_ios_in_progress", sdk.Gauge,
+	descDiskIOsInProgress = sdk.NewDesc("diskstats_ios_in_progress", sdk.Gauge,
 		"I/Os in flight at the time of the scrape.", "device")
-	descDiskDiscards = sdk.NewDesc("disk_discards_completed_total", sdk.Counter,
+	descDiskDiscards = sdk.NewDesc("diskstats_discards_completed_total", sdk.Counter,
 		"Discards completed (kernel 4.18 and later: a diskstats line of 18 or more fields).", "device")
-	descDiskFlushes = sdk.NewDesc("disk_flushes_completed_total", sdk.Counter,
+	descDiskFlushes = sdk.NewDesc("diskstats_flushes_completed_total", sdk.Counter,
 		"Flush requests completed (kernel 5.5 and later: a diskstats line of 20 fields).", "device")
 )
 

@@ -123,10 +123,10 @@ func TestGoldenVM(t *testing.T) {
 		"swap_used_bytes 5.36870912e+08",
 		// whole disks only: vda, vdb, nvme0n1; milliseconds to seconds,
 		// sectors to bytes.
-		`disk_read_time_seconds_total{device="vda"} 799.844`,
-		`disk_written_bytes_total{device="vdb"} 4.943771136e+10`,
-		`disk_flushes_completed_total{device="nvme0n1"} 40220`,
-		`disk_discards_completed_total{device="vda"} 10`,
+		`diskstats_read_time_seconds_total{device="vda"} 799.844`,
+		`diskstats_written_bytes_total{device="vdb"} 4.943771136e+10`,
+		`diskstats_flushes_completed_total{device="nvme0n1"} 40220`,
+		`diskstats_discards_completed_total{device="vda"} 10`,
 		// statfs: size = blocks x fragment size, used = blocks - free.
 		`disk_size_bytes{device="vda1",mount_point="/",fstype="ext4"} 3.221225472e+10`,
 		`disk_used_bytes{device="vda1",mount_point="/",fstype="ext4"} 1.073741824e+10`,
@@ -150,10 +150,10 @@ func TestGoldenOldKernelWithoutPSI(t *testing.T) {
 	res := sdktest.Run(t, fixturePlugin(t, &fakeStatfs{}), fixtureOptions(t, "oldkernel-nopsi", nil))
 	text := sdktest.CleanGolden(t, res, filepath.Join("testdata", "oldkernel-nopsi.golden"))
 	lint(t, text)
-	sdktest.Lacks(t, text, "psi_", "disk_discards_completed_total", "disk_flushes_completed_total")
+	sdktest.Lacks(t, text, "psi_", "diskstats_discards_completed_total", "diskstats_flushes_completed_total")
 	mustContain(t, text,
-		`disk_reads_completed_total{device="vda"} 1.450571e+06`,
-		`disk_io_time_seconds_total{device="vdb"} 301.22`,
+		`diskstats_reads_completed_total{device="vda"} 1.450571e+06`,
+		`diskstats_io_time_seconds_total{device="vdb"} 301.22`,
 		`guest_collection_errors_total{collector="pressure_io"} 0`)
 }
 
@@ -177,12 +177,12 @@ func TestBadInput(t *testing.T) {
 	}
 	text := res.Text(t)
 	lint(t, text)
-	sdktest.Lacks(t, text, "psi_io_", `device="vdb"}`, `disk_flushes_completed_total{device="vda"}`)
+	sdktest.Lacks(t, text, "psi_io_", `device="vdb"}`, `diskstats_flushes_completed_total{device="vda"}`)
 	mustContain(t, text,
 		`psi_memory_ratio{scope="some",window="10"} 0.005`,
 		`psi_cpu_ratio{scope="some",window="60"} 0.0825`,
-		`disk_discards_completed_total{device="vda"} 10`,
-		`disk_flushes_completed_total{device="nvme0n1"} 40220`,
+		`diskstats_discards_completed_total{device="vda"} 10`,
+		`diskstats_flushes_completed_total{device="nvme0n1"} 40220`,
 		`guest_collection_errors_total{collector="pressure_io"} 1`,
 		`guest_collection_errors_total{collector="pressure_memory"} 0`,
 		`guest_collection_errors_total{collector="diskstats"} 1`)
@@ -201,13 +201,13 @@ func TestBadInput(t *testing.T) {
 func TestDiskDevicesRegex(t *testing.T) {
 	res := sdktest.Run(t, fixturePlugin(t, &fakeStatfs{}), fixtureOptions(t, "vm", map[string]any{"disk_devices": ".*"}))
 	text := res.Text(t)
-	mustContain(t, text, `disk_reads_completed_total{device="loop0"} 52`, `disk_reads_completed_total{device="sr0"} 12`)
+	mustContain(t, text, `diskstats_reads_completed_total{device="loop0"} 52`, `diskstats_reads_completed_total{device="sr0"} 12`)
 	sdktest.Lacks(t, text, `device="vda1"}`, `device="vda14"}`, `device="nvme0n1p1"}`)
 
 	res = sdktest.Run(t, fixturePlugin(t, &fakeStatfs{}), fixtureOptions(t, "vm", map[string]any{"disk_devices": "^nvme"}))
 	text = res.Text(t)
-	sdktest.Contains(t, text, `disk_reads_completed_total{device="nvme0n1"}`)
-	sdktest.Lacks(t, text, `disk_reads_completed_total{device="vda"}`)
+	sdktest.Contains(t, text, `diskstats_reads_completed_total{device="nvme0n1"}`)
+	sdktest.Lacks(t, text, `diskstats_reads_completed_total{device="vda"}`)
 }
 
 // TestAllowlistPushdown: with no filesystem family enabled no statfs is
@@ -223,7 +223,7 @@ func TestAllowlistPushdown(t *testing.T) {
 	if n := fs.count("/host"); n != 0 {
 		t.Errorf("statfs called %d times with the filesystem families disabled", n)
 	}
-	sdktest.Contains(t, res.Text(t), `disk_reads_completed_total{device="vda"}`)
+	sdktest.Contains(t, res.Text(t), `diskstats_reads_completed_total{device="vda"}`)
 }
 
 // TestMissingSources: a procfs without the files is one counted partial
