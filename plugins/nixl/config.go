@@ -55,9 +55,9 @@ type config struct {
 	HistogramBucketsUS buckets `json:"histogram_buckets_us"`
 	// Hostname is the hostname label; default: the host's name.
 	Hostname string `json:"hostname"`
-	// MappingLiveness asks procfs whether an idle ring is still mapped by
-	// a process before dropping it.
-	MappingLiveness *bool `json:"mapping_liveness"`
+	// LivenessCheck asks the kernel whether a process still has an idle
+	// ring open before dropping it (liveness.go).
+	LivenessCheck *bool `json:"liveness_check"`
 }
 
 func defaultConfig() config {
@@ -116,8 +116,8 @@ func (c *config) validate() error {
 	return nil
 }
 
-// mappingLiveness tells whether procfs is consulted (unset means true).
-func (c *config) mappingLiveness() bool { return c.MappingLiveness == nil || *c.MappingLiveness }
+// livenessCheck tells whether the kernel is asked (unset means true).
+func (c *config) livenessCheck() bool { return c.LivenessCheck == nil || *c.LivenessCheck }
 
 // duration is a time span written as a Go duration string ("100ms") or a
 // number of seconds. A value that is neither does not fail the decode: it

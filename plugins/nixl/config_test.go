@@ -22,14 +22,14 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 		"stale_after":          "10m",
 		"histogram_buckets_us": " 1.5, 10 ,100",
 		"hostname":             "gpu-node-7",
-		"mapping_liveness":     false,
+		"liveness_check":       false,
 	}, sdk.Paths{Procfs: "/host/proc"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := p.drainer
 	if !slices.Equal(d.dirs, []string{dir}) || d.interval != 50*time.Millisecond || d.rescanInterval != 2*time.Second ||
-		d.staleAfter != 10*time.Minute || !slices.Equal(p.bounds, []float64{1.5, 10, 100}) || p.hostname != "gpu-node-7" || d.procfs != "" {
+		d.staleAfter != 10*time.Minute || !slices.Equal(p.bounds, []float64{1.5, 10, 100}) || p.hostname != "gpu-node-7" || d.checkLiveness {
 		t.Errorf("configured %+v, drainer %+v", p, d)
 	}
 
@@ -51,7 +51,7 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 	}
 	d = p.drainer
 	if !slices.Equal(d.dirs, []string{"/run/nixl/telemetry"}) || d.interval != 100*time.Millisecond || d.rescanInterval != time.Second ||
-		d.staleAfter != 5*time.Minute || !slices.Equal(p.bounds, defaultBucketsUS) || p.hostname == "" || d.procfs != "/host/proc" {
+		d.staleAfter != 5*time.Minute || !slices.Equal(p.bounds, defaultBucketsUS) || p.hostname == "" || !d.checkLiveness || d.procfs != "/host/proc" {
 		t.Errorf("defaults %+v, drainer %+v", p, d)
 	}
 }
@@ -86,7 +86,7 @@ func TestConfigureRejects(t *testing.T) {
 		{Raw: map[string]any{"rescan_interval": "50ms"}, Key: "rescan_interval", Detail: "50ms is below the minimum of 100ms"},
 		{Raw: map[string]any{"stale_after": "500ms"}, Key: "stale_after", Detail: "500ms is below the minimum of 1s"},
 		{Raw: map[string]any{"hostname": "a\nb"}, Key: "hostname", Detail: "contains a NUL or newline"},
-		{Raw: map[string]any{"mapping_liveness": "yes"}, Key: "mapping_liveness", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"liveness_check": "yes"}, Key: "liveness_check", Detail: "cannot unmarshal"},
 		{Raw: map[string]any{"buffer_size": 4096}, Key: "buffer_size", Detail: "unknown field"},
 	})
 }

@@ -31,7 +31,9 @@ type drainer struct {
 	interval       time.Duration
 	rescanInterval time.Duration
 	staleAfter     time.Duration
-	procfs         string // "" disables the mapping check
+	checkLiveness  bool   // ask the kernel before expiring an idle ring
+	procfs         string // where to look for mappings when the lease probe cannot answer
+	openElsewhere  func(*ringFile) (bool, error)
 	bounds         []float64
 	now            func() time.Time
 
@@ -93,9 +95,7 @@ func newDrainer(c config, procfs string) *drainer {
 		readers: map[string]*reader{}, rejected: map[string]fileSig{}, tombstones: map[string]fileSig{}, duplicates: map[string]fileID{},
 		syncReq: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 	}
-	if c.mappingLiveness() {
-		d.procfs = procfs
-	}
+	d.checkLiveness, d.procfs, d.openElsewhere = c.livenessCheck(), procfs, (*ringFile).openElsewhere
 	return d
 }
 
@@ -335,27 +335,42 @@ func (d *drainer) drop(path string, r *reader) {
 }
 
 // expire drops the agents whose rings have been idle for stale_after and
-// that no process maps any more (FORMAT: no pid in the file; liveness
-// from procfs, see liveness.go).
+// that no process has open any more (liveness.go: the file carries no pid,
+// so the kernel is asked).
 func (d *drainer) expire(now time.Time) {
-	idle := map[fileID]bool{}
-	for _, r := range d.readers {
+	var idle []string
+	for path, r := range d.readers {
 		if now.Sub(r.lastProgress) >= d.staleAfter && now.Sub(r.lastAlive) >= d.staleAfter {
-			idle[r.ring.id] = true
+			idle = append(idle, path)
 		}
 	}
 	if len(idle) == 0 {
 		return
 	}
-	var mapped map[fileID]bool
-	if d.procfs != "" {
-		mapped, _ = mappedFiles(d.procfs, idle)
-	}
-	for path, r := range d.readers {
-		if !idle[r.ring.id] {
-			continue
+	alive := map[string]bool{}
+	if d.checkLiveness {
+		unknown := map[fileID]bool{}
+		for _, path := range idle {
+			r := d.readers[path]
+			inUse, err := d.openElsewhere(r.ring)
+			if err != nil {
+				unknown[r.ring.id] = true // not the owner: ask procfs
+				continue
+			}
+			alive[path] = inUse
 		}
-		if mapped[r.ring.id] {
+		if len(unknown) > 0 && d.procfs != "" {
+			mapped, _ := mappedFiles(d.procfs, unknown)
+			for _, path := range idle {
+				if mapped[d.readers[path].ring.id] {
+					alive[path] = true
+				}
+			}
+		}
+	}
+	for _, path := range idle {
+		r := d.readers[path]
+		if alive[path] {
 			r.lastAlive = now // idle but alive: ask again after stale_after
 			continue
 		}

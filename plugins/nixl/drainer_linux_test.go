@@ -219,25 +219,20 @@ func setFakeMaps(t *testing.T, root string, mapped ...string) {
 	}
 }
 
-// TestStaleAgentExpiry: an idle ring stays while a process maps it or
-// its write_pos moves; once neither holds for stale_after its series are
-// dropped, the file is left alone, and it comes back (counters from 0)
-// when it is written again.
-func TestStaleAgentExpiry(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "agent")
-	w := newRingWriter(t, path, layoutV4, 64)
-	w.write(event{evTxBytes, 7})
-	proc := fakeProc(t, path)
-
+// staleDrainer is a drainer of dir with stale_after 1m and a clock the
+// test moves; step advances it, runs a pass and returns tx bytes by agent.
+func staleDrainer(t *testing.T, dir, procfs string, liveness bool) (*drainer, func(time.Duration) map[string]uint64) {
 	c := defaultConfig()
 	c.TelemetryDirs = []string{dir}
 	c.StaleAfter.Duration = time.Minute
-	d := newDrainer(c, proc)
+	c.LivenessCheck = &liveness
+	d := newDrainer(c, procfs)
 	now := time.Unix(1000, 0)
 	d.now = func() time.Time { return now }
-	defer d.closeAll()
-	agents := func() map[string]uint64 {
+	t.Cleanup(d.closeAll)
+	return d, func(dt time.Duration) map[string]uint64 {
+		now = now.Add(dt)
+		d.pass(true)
 		out := map[string]uint64{}
 		for _, a := range d.snapshot().agents {
 			if a.valid {
@@ -246,25 +241,29 @@ func TestStaleAgentExpiry(t *testing.T) {
 		}
 		return out
 	}
-	step := func(dt time.Duration) map[string]uint64 {
-		now = now.Add(dt)
-		d.pass(true)
-		return agents()
-	}
+}
+
+// TestStaleAgentExpiry: an idle ring stays while its agent has it open
+// (mapped) or its write_pos moves; once neither holds for stale_after its
+// series are dropped, the file is left alone, and it comes back (counters
+// from 0) when an agent of the same name writes it again.
+func TestStaleAgentExpiry(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agent")
+	w := newRingWriter(t, path, layoutV4, 64) // maps the file, holds no descriptor: as NIXL
+	w.write(event{evTxBytes, 7})
+	d, step := staleDrainer(t, dir, "", true)
 	if got := step(0); got["agent"] != 7 {
 		t.Fatalf("first pass: %v", got)
 	}
 	if got := step(2 * time.Minute); got["agent"] != 7 {
-		t.Fatalf("idle but mapped: dropped (%v)", got)
+		t.Fatalf("idle but mapped by its agent: dropped (%v)", got)
 	}
-	setFakeMaps(t, proc) // the process is gone
-	if got := step(30 * time.Second); got["agent"] != 7 {
-		t.Fatalf("asked again before stale_after: %v", got)
-	}
-	w.write(event{evTxBytes, 1}) // activity alone keeps it
+	w.write(event{evTxBytes, 1})
 	if got := step(45 * time.Second); got["agent"] != 8 {
 		t.Fatalf("active: %v", got)
 	}
+	w.close() // the agent exits
 	if got := step(59 * time.Second); got["agent"] != 8 {
 		t.Fatalf("idle for less than stale_after: %v", got)
 	}
@@ -277,14 +276,44 @@ func TestStaleAgentExpiry(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("the file of an expired agent must stay: %v", err)
 	}
+	w = newRingWriter(t, path, layoutV4, 64) // a same-name restart resets the header
 	w.write(event{evTxBytes, 100})
 	if got := step(time.Second); got["agent"] != 100 {
 		t.Fatalf("written again: %v, want a new incarnation with 100", got)
 	}
 }
 
-// TestLivenessRealProcfs: on the real procfs, another process mapping
-// the ring keeps the agent; the plugin's own mapping does not count.
+// TestStaleProcfsFallback: when the lease cannot answer (a plugin that is
+// not the file's owner), procfs mappings decide; with liveness_check off,
+// idleness alone does.
+func TestStaleProcfsFallback(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agent")
+	newRingWriter(t, path, layoutV4, 64).write(event{evTxBytes, 7}) // stays mapped
+	proc := fakeProc(t, path)
+	d, step := staleDrainer(t, dir, proc, true)
+	d.openElsewhere = func(*ringFile) (bool, error) { return false, unix.EACCES }
+	step(0)
+	if got := step(2 * time.Minute); got["agent"] != 7 {
+		t.Fatalf("mapped by pid 42: dropped (%v)", got)
+	}
+	setFakeMaps(t, proc) // pid 42 no longer maps it
+	if got := step(2 * time.Minute); len(got) != 0 {
+		t.Fatalf("no process maps it: still %v", got)
+	}
+
+	other := t.TempDir()
+	newRingWriter(t, filepath.Join(other, "agent"), layoutV4, 64).write(event{evTxBytes, 7})
+	_, step = staleDrainer(t, other, "", false)
+	step(0)
+	if got := step(61 * time.Second); len(got) != 0 {
+		t.Fatalf("liveness_check off: an idle ring stays (%v)", got)
+	}
+}
+
+// TestLivenessRealProcfs: another process mapping the ring (with its
+// descriptor closed, as NIXL) is seen by the lease probe and in the real
+// procfs; the plugin's own mapping does not count.
 func TestLivenessRealProcfs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "agent")
 	newRingWriter(t, path, layoutV4, 8).close()
@@ -296,6 +325,9 @@ func TestLivenessRealProcfs(t *testing.T) {
 	want := map[fileID]bool{r.id: true}
 	if found, _ := mappedFiles("/proc", want); found[r.id] {
 		t.Fatal("the reader's own mapping counted as a live agent")
+	}
+	if inUse, err := r.openElsewhere(); err != nil || inUse {
+		t.Fatalf("lease probe with no agent: %v, %v", inUse, err)
 	}
 
 	// an agent: this test binary again, mapping the file until its
@@ -314,6 +346,9 @@ func TestLivenessRealProcfs(t *testing.T) {
 	}
 	if found, _ := mappedFiles("/proc", want); !found[r.id] {
 		t.Fatal("the agent's mapping is not found in /proc")
+	}
+	if inUse, err := r.openElsewhere(); err != nil || !inUse {
+		t.Fatalf("lease probe with the agent mapping the ring: %v, %v", inUse, err)
 	}
 }
 

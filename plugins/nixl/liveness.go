@@ -10,14 +10,28 @@ import (
 
 // Liveness. A ring file carries no pid, heartbeat or start time, and NIXL
 // never removes it, so whether its agent still runs must come from outside:
-// a live agent keeps the file mapped (MAP_SHARED, for the agent's life). The
-// plugin therefore calls an agent live while its write_pos moves, and once
-// it has been idle for stale_after, asks the host's procfs which processes
-// map the file (/proc/<pid>/maps lists device and inode of every mapped
-// file). The plugin runs in its own PID namespace but reads the host's
-// procfs (the sandbox does not remount /proc), so every pid of the host is
-// visible there; the kernel lets it read the maps of processes of its own
-// uid, which is also what draining needs (see README.md).
+// a live agent keeps the file mapped shared, and with it open for writing,
+// for the agent's whole life. The plugin calls an agent live while its
+// write_pos moves. Once a ring has been idle for stale_after it asks the
+// kernel, in this order:
+//
+//  1. a write lease on the plugin's own descriptor (ringFile.openElsewhere):
+//     refused while any other open file description writes the file. It
+//     needs the plugin to own the file (run as the application's user, the
+//     manifest's recommended setting) and works inside the sandbox.
+//  2. when the lease cannot answer (a plugin running as a group member, a
+//     filesystem without leases): /proc/<pid>/maps of every process under
+//     the host's procfs root, for the file's device and inode. The plugin
+//     runs in its own PID namespace but reads the host's procfs (the
+//     sandbox does not remount /proc), so every pid of the host is listed
+//     there. Reading another process's maps is a ptrace access check:
+//     same uid, and, in the sandbox, Landlock refuses it for processes
+//     outside the plugin's domain. So this step works for an unsandboxed
+//     plugin of the application's uid (or root) only; where it cannot see
+//     the application, an idle ring counts as dead.
+//
+// A dead agent's series are dropped; its file is left alone, and read
+// again as a new agent (counters from 0) once it changes.
 
 // fileSig is what a file looked like when it was rejected or expired.
 type fileSig struct {

@@ -15,14 +15,6 @@ import (
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
-var pristine = map[string]string{
-	"3f6c1a2e-8b4d-4e0f-9a71-5c2d8e9b0a14": "6120e13fb32161cafe0fef25ea2ee760e0a9d06487e44d5fa6be2fc3df013f19",
-	"decode-tp1":                           "114d407130fd26bd973c1d3dfea398c63abac25bfdc2e267bb696245a1527dfe",
-	"kvbm-worker-0":                        "844be7562d7e1a9315458ab6dc2cff87152c6f90b24ebce2a980249d813f5bac",
-}
-
-const wrapped = "3f6c1a2e-8b4d-4e0f-9a71-5c2d8e9b0a14"
-
 func fixtureConfig(dir string) map[string]any {
 	return map[string]any{"telemetry_dirs": []any{dir}, "hostname": "node-a"}
 }

@@ -223,3 +223,23 @@ func statID(path string) (fileID, error) {
 	}
 	return fileID{dev: uint64(st.Dev), ino: st.Ino}, nil
 }
+
+// openElsewhere tells whether another open file description has the ring
+// open for writing: the agent does for its whole life, since its shared
+// mapping keeps the O_RDWR file it mapped (even after closing the
+// descriptor). The kernel answers through a write lease, which it grants
+// only when the requester's is the file's sole open for writing; granted,
+// it is dropped at once. An error means the probe cannot answer: EACCES
+// for a plugin that is not the file's owner (leases need ownership or
+// CAP_LEASE), EINVAL on a filesystem without leases.
+func (r *ringFile) openElsewhere() (bool, error) {
+	_, err := unix.FcntlInt(uintptr(r.fd), unix.F_SETLEASE, unix.F_WRLCK)
+	switch {
+	case err == nil:
+		_, _ = unix.FcntlInt(uintptr(r.fd), unix.F_SETLEASE, unix.F_UNLCK)
+		return false, nil
+	case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EBUSY):
+		return true, nil
+	}
+	return false, err
+}

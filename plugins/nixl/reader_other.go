@@ -38,3 +38,5 @@ func probeFile(path string) (fileSig, error) { return fileSig{}, errUnsupported 
 func statID(path string) (fileID, error) { return fileID{}, errUnsupported }
 
 func (r *ringFile) checkSize() error { return errUnsupported }
+
+func (r *ringFile) openElsewhere() (bool, error) { return false, errUnsupported }
