@@ -128,8 +128,6 @@ type Paths struct {
 // Config is what the host sends at Configure. A test builds one with
 // sdktest.Config.
 type Config struct {
-	// Raw is the plugin's section of the host configuration file.
-	Raw *structpb.Struct
 	// Paths are the host's filesystem roots, never empty.
 	Paths Paths
 	// Filter is the host's allowlist; Writer.Enabled applies it.
@@ -137,6 +135,9 @@ type Config struct {
 	// MetricPrefix is prepended to every family name by the Writer.
 	MetricPrefix string
 
+	// raw is the plugin's section of the host configuration file; Decode
+	// reads it.
+	raw *structpb.Struct
 	// warnings collects what Warn records, for the ConfigureResponse. It is
 	// nil in a Config a test builds itself; Warn logs instead then.
 	warnings *[]string
@@ -176,10 +177,10 @@ func (c Config) Warn(format string, args ...any) {
 // instead of silently ignored, and so is a Duration that does not parse,
 // under its key. An absent section leaves v untouched.
 func (c Config) Decode(v any) error {
-	if c.Raw == nil || len(c.Raw.GetFields()) == 0 {
+	if c.raw == nil || len(c.raw.GetFields()) == 0 {
 		return nil
 	}
-	raw, err := c.Raw.MarshalJSON()
+	raw, err := c.raw.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("plugin config: %w", err)
 	}

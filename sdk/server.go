@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/internal/plumbing"
@@ -39,6 +40,11 @@ type server struct {
 
 func init() {
 	plumbing.NewServer = func(p any, log *slog.Logger) pluginv1.PluginServiceServer { return newServer(p.(Plugin), log) }
+	plumbing.WithConfigSection = func(cfg any, raw *structpb.Struct) any {
+		c := cfg.(Config)
+		c.raw = raw
+		return c
+	}
 }
 
 // newServer wraps a Plugin as the PluginService that Serve registers and
@@ -79,7 +85,7 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 	var warnings []string
 	cfg := Config{
 		warnings:     &warnings,
-		Raw:          req.GetConfig(),
+		raw:          req.GetConfig(),
 		Filter:       filter,
 		MetricPrefix: req.GetMetricPrefix(),
 		Paths: Paths{

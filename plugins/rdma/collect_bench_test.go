@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/types/known/structpb"
-
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/sdktest"
@@ -26,12 +24,8 @@ func BenchmarkCollectSysfs(b *testing.B) {
 	if root == "" {
 		root = filepath.Join(sdktest.Unpack(b, "testdata/sysfs.ttar"), "sys")
 	}
-	raw, err := structpb.NewStruct(map[string]any{"optional_counters": false})
-	if err != nil {
-		b.Fatal(err)
-	}
 	p := newPlugin()
-	if err := p.Configure(context.Background(), sdk.Config{Raw: raw, Paths: sdk.Paths{Sysfs: root, Procfs: "/proc", Rootfs: "/"}}); err != nil {
+	if err := p.Configure(context.Background(), sdktest.Config(b, map[string]any{"optional_counters": false}, sdk.Paths{Sysfs: root})); err != nil {
 		b.Fatal(err)
 	}
 	samples := 0

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/internal/plumbing"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
@@ -33,7 +34,7 @@ func Config(t testing.TB, raw map[string]any, paths sdk.Paths) sdk.Config {
 	if paths.Rootfs == "" {
 		paths.Rootfs = "/"
 	}
-	return sdk.Config{Raw: s, Filter: f, Paths: paths}
+	return plumbing.WithConfigSection(sdk.Config{Filter: f, Paths: paths}, s).(sdk.Config)
 }
 
 // Configure calls p's Configure as the host would, with Config(t, raw,
