@@ -24,7 +24,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Revision=$(REVISION) \
             -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build collectors run demo test unit lint cross proto proto-check tools bench clean package image-rootfs python-example python-stubs python-stubs-check
+.PHONY: all build collectors run demo test unit lint cross conformance proto proto-check tools bench clean package image-rootfs python-example python-stubs python-stubs-check
 
 all: build
 
@@ -74,7 +74,25 @@ demo: build
 	./$(BIN)/plexporter --plugin.dir=./$(DEMO)/plugins $$(cat $(DEMO)/flags) --web.listen-address=$(LISTEN) $(RUN_ARGS)
 
 ## test: everything CI checks
-test: lint cross proto-check unit
+test: lint cross proto-check unit conformance
+
+## conformance: `plexporter plugin check` (docs/plugin-protocol.md, The
+##              runner's rules) on every plugin the build makes, in its
+##              manifest's sandbox (as root) and unconfined; the full report
+##              of a plugin that breaks a rule, the verdict line otherwise.
+##              CHECK_CONFIG spells out a setting of each shipped plugin so
+##              that configure.wrong-type has a key to get wrong
+CHECK_CONFIG := host/internal/conformance/testdata/plugins.yml
+conformance: build
+	@set -e; for b in $(BIN)/plugins/plexporter-*; do \
+		case $$b in *.yaml) continue;; esac; \
+		for mode in auto off; do \
+			if ! out=$$($(BIN)/plexporter plugin check --log.level=warn --sandbox=$$mode --config=$(CHECK_CONFIG) $$b 2>&1); then \
+				echo "$$out"; echo "conformance: $$b (--sandbox=$$mode) breaks the plugin protocol"; exit 1; \
+			fi; \
+			echo "$$out" | tail -1; \
+		done; \
+	done
 
 ## cross: the whole tree builds for arm64 (Grace-class AI nodes), and the SDK
 ##        and plugins build on macOS (vendors develop plugins on laptops)

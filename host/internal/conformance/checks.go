@@ -41,7 +41,7 @@ func (c *checker) refuses(rule, what string, cfg map[string]any) {
 		c.fail(rule, "the plugin did not start again: %v", err)
 		return
 	}
-	defer in.stop()
+	defer c.retire(in)
 	if _, err := in.client.Info(in.ctx, &pluginv1.InfoRequest{}); err != nil {
 		c.fail(rule, "Info: %v", err)
 		return
@@ -241,10 +241,10 @@ func (c *checker) collectRules(main *instance) {
 		if base.took >= c.s.Timeout {
 			hint = fmt.Sprintf(" (the collect timeout is %v: plugins.%s.timeout, else --scrape.timeout)", c.s.Timeout, c.p.Name)
 		}
-		c.fail("collect", "after %v%s: %v; %s", base.took.Round(time.Millisecond), hint, base.err, base.summary(c.p.Name))
+		c.fail("collect", "after %v%s: %v; %s", round(base.took), hint, base.err, base.summary(c.p.Name))
 	} else {
 		c.durations = append(c.durations, base.took)
-		c.pass("collect", "in %v: %s", base.took.Round(time.Millisecond), base.summary(c.p.Name))
+		c.pass("collect", "in %v: %s", round(base.took), base.summary(c.p.Name))
 	}
 
 	// What the first collect sent is judged even if it failed half-way:
@@ -315,7 +315,7 @@ func (c *checker) stable(main *instance) {
 	for i := range repeats {
 		col := c.collect(main, c.s)
 		if col.err != nil {
-			c.fail(rule, "Collect %d of %d after the first failed after %v: %v", i+1, repeats, col.took.Round(time.Millisecond), col.err)
+			c.fail(rule, "Collect %d of %d after the first failed after %v: %v", i+1, repeats, round(col.took), col.err)
 			return
 		}
 		c.durations = append(c.durations, col.took)
@@ -356,19 +356,19 @@ func (c *checker) cancel(main *instance) {
 	next := c.collect(main, c.s)
 	usual := median(c.durations)
 	grace := max(cancelGrace, usual/2)
-	how := fmt.Sprintf("cancelled after %v", cancelledAt.Round(time.Millisecond))
+	how := fmt.Sprintf("cancelled after %v", round(cancelledAt))
 	if ended {
-		how = fmt.Sprintf("the Collect had ended before the cancel (%v): only the next Collect was checked", cancelledAt.Round(time.Millisecond))
+		how = fmt.Sprintf("the Collect had ended before the cancel (%v): only the next Collect was checked", round(cancelledAt))
 	}
 	switch {
 	case next.err != nil:
-		c.fail(rule, "%s; the next Collect failed after %v: %v", how, next.took.Round(time.Millisecond), next.err)
+		c.fail(rule, "%s; the next Collect failed after %v: %v", how, round(next.took), next.err)
 	case next.took > usual+grace:
-		c.fail(rule, "%s; the next Collect took %v, %v usually: the plugin went on with the cancelled one (stop reading when the call's context ends)", how, next.took.Round(time.Millisecond), usual.Round(time.Millisecond))
+		c.fail(rule, "%s; the next Collect took %v, %v usually: the plugin went on with the cancelled one (stop reading when the call's context ends)", how, round(next.took), round(usual))
 	case !main.alive():
 		c.fail(rule, "%s; the process exited: %v", how, exitText(main.proc.ExitError()))
 	default:
-		c.pass(rule, "%s; the next Collect took %v (%v usually)", how, next.took.Round(time.Millisecond), usual.Round(time.Millisecond))
+		c.pass(rule, "%s; the next Collect took %v (%v usually)", how, round(next.took), round(usual))
 	}
 }
 
@@ -408,10 +408,10 @@ func (c *checker) allowlist(rule string, enabled []string) {
 		c.fail(rule, "with the allowlist %v: %v", enabled, err)
 		return
 	}
-	defer in.stop()
+	defer c.retire(in)
 	col := c.collect(in, s)
 	if col.err != nil {
-		c.fail(rule, "with the allowlist %v, Collect failed after %v: %v", enabled, col.took.Round(time.Millisecond), col.err)
+		c.fail(rule, "with the allowlist %v, Collect failed after %v: %v", enabled, round(col.took), col.err)
 		return
 	}
 	filter, err := metricfilter.New(enabled, nil)
@@ -431,6 +431,48 @@ func (c *checker) allowlist(rule string, enabled []string) {
 	c.pass(rule, "with the allowlist %v: %d families sent of %d unfiltered", enabled, len(col.families), len(c.base.families))
 }
 
+// checkPrefix is the metric_prefix the metric-prefix rule configures.
+const checkPrefix = "check_"
+
+// prefixRule configures a process with a metric_prefix (and no filter,
+// which would match the prefixed names) and looks for families sent
+// without it.
+func (c *checker) prefixRule() {
+	const rule = "metric-prefix"
+	if c.base == nil || c.base.err != nil {
+		c.skip(rule, "the first Collect failed")
+		return
+	}
+	if len(c.base.families) == 0 {
+		c.skip(rule, "the plugin sent no sample unprefixed (%s): nothing to compare", c.base.summary(c.p.Name))
+		return
+	}
+	s := c.s
+	s.MetricPrefix, s.Enabled, s.Disabled = checkPrefix, nil, nil
+	in, err := c.configured(s)
+	if err != nil {
+		c.fail(rule, "with metric_prefix %q: %v", checkPrefix, err)
+		return
+	}
+	defer c.retire(in)
+	col := c.collect(in, s)
+	if col.err != nil {
+		c.fail(rule, "with metric_prefix %q, Collect failed after %v: %v", checkPrefix, round(col.took), col.err)
+		return
+	}
+	var bare []string
+	for _, name := range slices.Sorted(maps.Keys(col.families)) {
+		if !strings.HasPrefix(name, checkPrefix) {
+			bare = append(bare, name)
+		}
+	}
+	if len(bare) > 0 {
+		c.fail(rule, "with metric_prefix %q, %d of %d families sent lack it: %s (plugins.<name>.metric_prefix is how an operator keeps two plugins' families apart)", checkPrefix, len(bare), len(col.families), strings.Join(bare, ", "))
+		return
+	}
+	c.pass(rule, "with metric_prefix %q: %d families, all prefixed", checkPrefix, len(col.families))
+}
+
 // stopRule stops a configured process as the host does (close the
 // connection, go-plugin's GRPCController/Shutdown) and times its exit: the
 // host kills the process group after stopGrace.
@@ -442,7 +484,7 @@ func (c *checker) stopRule() {
 		return
 	}
 	began := time.Now()
-	go in.stop()
+	c.retire(in)
 	select {
 	case <-in.proc.Exited():
 	case <-time.After(stopGrace + 3*time.Second):
@@ -451,10 +493,10 @@ func (c *checker) stopRule() {
 	// go-plugin gives up at stopGrace and kills; an exit that late was not
 	// the plugin's own.
 	if took >= stopGrace-100*time.Millisecond {
-		c.fail(rule, "still running %v after the host closed the connection: killed (exit when the connection closes or on plugin.GRPCController/Shutdown)", took.Round(time.Millisecond))
+		c.fail(rule, "still running %v after the host closed the connection: killed (exit when the connection closes or on plugin.GRPCController/Shutdown)", round(took))
 		return
 	}
-	c.pass(rule, "in %v", took.Round(time.Millisecond))
+	c.pass(rule, "in %v", round(took))
 }
 
 // lifeline closes the main process's lifeline, leaving the connection
@@ -469,7 +511,7 @@ func (c *checker) lifeline(main *instance) {
 	main.proc.CloseLifeline()
 	select {
 	case <-main.proc.Exited():
-		c.pass(rule, "in %v", time.Since(began).Round(time.Millisecond))
+		c.pass(rule, "in %v", round(time.Since(began)))
 	case <-time.After(lifelineWait):
 		c.fail(rule, "still running %v after fd 3 (%s) read EOF: a plugin whose host died would live on", lifelineWait, transport.LifelineEnv)
 	}

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -175,13 +176,14 @@ func Locate(path string) (discover.Plugin, error) {
 
 // checker holds one run's state.
 type checker struct {
-	o       Options
-	log     *slog.Logger
-	p       discover.Plugin
-	s       supervise.Settings // with defaults
-	rep     *Report
-	results map[string]Result
-	skipAll string // reason for every rule not recorded
+	o        Options
+	log      *slog.Logger
+	p        discover.Plugin
+	s        supervise.Settings // with defaults
+	rep      *Report
+	results  map[string]Result
+	skipAll  string         // reason for every rule not recorded
+	stopping sync.WaitGroup // instances being stopped (retire)
 
 	info      *pluginv1.InfoResponse
 	base      *collection     // the first Collect
@@ -208,6 +210,7 @@ func (c *checker) skipRest(why string) {
 
 // finish puts the results in the report in the rules' order.
 func (c *checker) finish() {
+	c.stopping.Wait()
 	for _, r := range Rules {
 		res, ok := c.results[r.ID]
 		if !ok {
@@ -254,6 +257,13 @@ func (in *instance) stop() {
 	in.proc.Stop()
 }
 
+// retire stops an instance the run is done with in the background: a
+// plugin that does not exit costs the host's 2 s grace at every stop, and
+// the run need not wait for each. finish waits for all of them.
+func (c *checker) retire(in *instance) {
+	c.stopping.Go(in.stop)
+}
+
 // alive reports whether the process is still running.
 func (in *instance) alive() bool {
 	select {
@@ -284,11 +294,11 @@ func (c *checker) configured(s supervise.Settings) (*instance, error) {
 		return nil, fmt.Errorf("start: %w", err)
 	}
 	if _, err := in.client.Info(in.ctx, &pluginv1.InfoRequest{}); err != nil {
-		in.stop()
+		c.retire(in)
 		return nil, fmt.Errorf("Info: %w", err)
 	}
 	if _, err := in.client.Configure(in.ctx, s.ConfigureRequest()); err != nil {
-		in.stop()
+		c.retire(in)
 		return nil, fmt.Errorf("Configure: %w", err)
 	}
 	return in, nil
@@ -298,12 +308,12 @@ func (c *checker) configured(s supervise.Settings) (*instance, error) {
 func (c *checker) checkPlugin() {
 	main, took, err := c.start(c.s)
 	if err != nil {
-		c.fail("handshake", "after %v: %v", took.Round(time.Millisecond), err)
+		c.fail("handshake", "after %v: %v", round(took), err)
 		c.skipRest("the handshake failed")
 		return
 	}
-	defer main.stop()
-	c.pass("handshake", "in %v", took.Round(time.Millisecond))
+	defer c.retire(main)
+	c.pass("handshake", "in %v", round(took))
 	if !c.describe(main) {
 		c.skipRest("Info failed")
 		return
@@ -315,6 +325,7 @@ func (c *checker) checkPlugin() {
 	c.malformed()
 	c.collectRules(main)
 	c.allowlists()
+	c.prefixRule()
 	c.stopRule()
 	c.lifeline(main)
 }
@@ -322,7 +333,7 @@ func (c *checker) checkPlugin() {
 func (c *checker) describe(in *instance) bool {
 	began := time.Now()
 	info, err := in.client.Info(in.ctx, &pluginv1.InfoRequest{})
-	took := time.Since(began).Round(time.Millisecond)
+	took := round(time.Since(began))
 	if err != nil {
 		c.fail("info", "after %v (start timeout %v): %v", took, c.s.StartTimeout, err)
 		return false
@@ -355,7 +366,7 @@ func (c *checker) configure(in *instance) bool {
 	}
 	began := time.Now()
 	resp, err := in.client.Configure(in.ctx, c.s.ConfigureRequest())
-	took := time.Since(began).Round(time.Millisecond)
+	took := round(time.Since(began))
 	switch {
 	case status.Code(err) == codes.InvalidArgument:
 		c.fail("configure", "refused %s: %s", from, status.Convert(err).Message())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Status is a rule's outcome.
@@ -94,3 +95,12 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// round shortens a duration for a detail: milliseconds, or microseconds
+// below one (a fast plugin's answers would all read "0s").
+func round(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}

@@ -31,6 +31,7 @@ var Rules = []Rule{
 	{"collect.cancel", "a Collect cancelled mid-way ends promptly: the next Collect is answered in its usual time", []int{11, 20}},
 	{"allowlist.one", "with an allowlist of one family sent, no other family is sent", []int{19}},
 	{"allowlist.none", "with an allowlist that matches no family, no family is sent", []int{19}},
+	{"metric-prefix", "with a metric_prefix, every family sent starts with it", []int{18}},
 	{"stop", "exits within 2s of the host closing the connection", []int{9}},
 	{"lifeline", "exits within 5s of its lifeline (fd 3) reading EOF", []int{8}},
 }

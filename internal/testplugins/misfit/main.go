@@ -51,6 +51,7 @@ const (
 	faultGrowing     = "growing"     // collect.stable: one more series at every Collect
 	faultNoCancel    = "nocancel"    // collect.cancel: works on after a cancel
 	faultNoAllowlist = "noallowlist" // allowlist.one, allowlist.none: ignores the allowlist
+	faultNoPrefix    = "noprefix"    // metric-prefix: ignores metric_prefix
 	faultNoStop      = "nostop"      // stop: lives on when the host closes the connection
 	faultNoLifeline  = "nolifeline"  // lifeline: ignores fd 3
 )
@@ -71,6 +72,7 @@ type misfit struct {
 	mu       sync.Mutex
 	series   int
 	filter   *metricfilter.Filter
+	prefix   string
 	collects int
 	// collecting admits one Collect at a time, as the SDK does: a Collect
 	// that ignores its cancellation then holds up the next one.
@@ -121,7 +123,10 @@ func (m *misfit) Configure(_ context.Context, req *pluginv1.ConfigureRequest) (*
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	m.mu.Lock()
-	m.series, m.filter = series, filter
+	m.series, m.filter, m.prefix = series, filter, req.GetMetricPrefix()
+	if m.fault == faultNoPrefix {
+		m.prefix = ""
+	}
 	m.mu.Unlock()
 	return &pluginv1.ConfigureResponse{}, nil
 }
@@ -145,7 +150,7 @@ func (m *misfit) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 	defer m.collecting.Unlock()
 	m.mu.Lock()
 	m.collects++
-	series, filter, collects := m.series, m.filter, m.collects
+	series, filter, collects, prefix := m.series, m.filter, m.collects, m.prefix
 	m.mu.Unlock()
 	ctx := stream.Context()
 	switch m.fault {
@@ -158,11 +163,13 @@ func (m *misfit) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 	case faultNoAllowlist:
 		filter = nil
 	}
+	// The filter matches the names as written, prefix included.
+	info, value, extra := prefix+infoFamily, prefix+valueFamily, prefix+extraFamily
 	b := newBatch()
-	if filter.Allow(infoFamily) {
-		b.gauge(infoFamily, "The misfit's fault.", "fault", []string{m.fault})
+	if filter.Allow(info) {
+		b.gauge(info, "The misfit's fault.", "fault", []string{m.fault})
 	}
-	if filter.Allow(valueFamily) {
+	if filter.Allow(value) {
 		values := make([]string, 0, series+1)
 		for i := range series {
 			values = append(values, strconv.Itoa(i))
@@ -173,10 +180,10 @@ func (m *misfit) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 		case faultBadValue:
 			values = append(values, "bad\xffvalue")
 		}
-		b.gauge(valueFamily, "Test series.", "i", values)
+		b.gauge(value, "Test series.", "i", values)
 	}
-	if m.fault == faultUndeclared && filter.Allow(extraFamily) {
-		b.gauge(extraFamily, "Not in the catalogue.", "i", []string{"0"})
+	if m.fault == faultUndeclared && filter.Allow(extra) {
+		b.gauge(extra, "Not in the catalogue.", "i", []string{"0"})
 	}
 	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
