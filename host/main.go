@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,6 +59,8 @@ type flags struct {
 	insecurePerms   bool
 	runtimeDir      string
 	readyMinPlugins int
+	deviceInclude   string
+	deviceExclude   string
 	check           checkFlags
 }
 
@@ -108,6 +111,8 @@ func run(args []string) int {
 	app.Flag("plugin.insecure-permissions", "Run plugin binaries and read their manifests and the config file even if they, a directory above them or a symlink on the way is writable by group/others or owned by a user other than root and the host's.").BoolVar(&f.insecurePerms)
 	app.Flag("metrics.enabled", "Comma-separated globs of metric families to expose (base names: a counter matches without _total). Unset: all.").Envar("PLEXPORTER_ENABLED_METRICS").StringVar(&f.enabledMetrics)
 	app.Flag("metrics.disabled", "Comma-separated globs of metric families to hide, applied after --metrics.enabled.").Envar("PLEXPORTER_DISABLED_METRICS").StringVar(&f.disabledMetrics)
+	app.Flag("device.include", "Regular expression (RE2, unanchored) of the devices to expose: series whose device label it does not match are left out, whichever plugin writes them (RDMA devices, NVMe controllers, disks). Series without a device label are kept. Unset: all.").Envar("PLEXPORTER_DEVICE_INCLUDE").StringVar(&f.deviceInclude)
+	app.Flag("device.exclude", "Regular expression (RE2, unanchored) of the devices to leave out, applied after --device.include: --device.exclude='^mlx5_1$' removes mlx5_1 from the rdma plugin's counters and the ethtool plugin's rdma_* families alike.").Envar("PLEXPORTER_DEVICE_EXCLUDE").StringVar(&f.deviceExclude)
 	app.Flag("path.sysfs", "sysfs mount point, passed to every plugin.").Default("/sys").StringVar(&f.sysfs)
 	app.Flag("path.procfs", "procfs mount point, passed to every plugin.").Default("/proc").StringVar(&f.procfs)
 	app.Flag("path.rootfs", "Root filesystem mount point, passed to every plugin.").Default("/").StringVar(&f.rootfs)
@@ -134,6 +139,11 @@ func run(args []string) int {
 	filter, err := metricfilter.New(metricfilter.Split(f.enabledMetrics), metricfilter.Split(f.disabledMetrics))
 	if err != nil {
 		log.Error("bad metric filter", "err", err)
+		return 2
+	}
+	devices, err := deviceFilter(f.deviceInclude, f.deviceExclude)
+	if err != nil {
+		log.Error("bad device filter", "err", err)
 		return 2
 	}
 	runtimeDir, err := launch.OpenRuntimeDir(f.runtimeDir, log)
@@ -183,12 +193,12 @@ func run(args []string) int {
 	case metricsCmd.FullCommand():
 		return listMetrics(fl, f.markdown)
 	case serve.FullCommand():
-		return serveMetrics(fl, filter, f, toolkitFlags, log)
+		return serveMetrics(fl, filter, devices, f, toolkitFlags, log)
 	}
 	return 2
 }
 
-func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, f flags, toolkitFlags *web.FlagConfig, log *slog.Logger) int {
+func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, devices *merge.DeviceFilter, f flags, toolkitFlags *web.FlagConfig, log *slog.Logger) int {
 	log.Info("starting plexporter", "version", version.Info(), "plugin_dirs", strings.Join(f.pluginDirs, ","))
 	// Listen before any plugin starts: a taken or mistyped address is
 	// reported at once, with no plugin process started for nothing.
@@ -213,7 +223,7 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, f flags, toolkit
 	signal.Notify(hup, syscall.SIGHUP)
 	go fl.Watch(ctx, hup)
 
-	scraper := scrape.New(fl, filter, f.maxLabelLen, log)
+	scraper := scrape.New(fl, filter, devices, f.maxLabelLen, log)
 	handler, err := hostweb.Handler(scraper, func() error { return fl.Readiness(f.readyMinPlugins) }, hostweb.Options{MetricsPath: f.metricsPath, MaxRequests: f.maxRequests, Version: version.Info(), WriteTimeout: f.scrapeTimeout, Reload: func() error { return fl.Rescan("POST /-/reload") }}, log)
 	if err != nil {
 		log.Error("web", "err", err)
@@ -364,4 +374,24 @@ func hclogLevel(c *promslog.Config) hclog.Level {
 		return hclog.Info
 	}
 	return hclog.LevelFromString(c.Level.String())
+}
+
+// deviceFilter compiles --device.include and --device.exclude; an error
+// names the flag.
+func deviceFilter(include, exclude string) (*merge.DeviceFilter, error) {
+	var d merge.DeviceFilter
+	for _, x := range []struct {
+		flag, expr string
+		dst        **regexp.Regexp
+	}{{"--device.include", include, &d.Include}, {"--device.exclude", exclude, &d.Exclude}} {
+		if x.expr == "" {
+			continue
+		}
+		re, err := regexp.Compile(x.expr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", x.flag, err)
+		}
+		*x.dst = re
+	}
+	return &d, nil
 }

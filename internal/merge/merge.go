@@ -85,6 +85,8 @@ type Input struct {
 // Options apply to every input.
 type Options struct {
 	Filter *metricfilter.Filter
+	// Devices selects series by their device label (nil: all).
+	Devices *DeviceFilter
 	// MaxLabelValueLen drops samples with a longer label value (0: no limit).
 	MaxLabelValueLen int
 	// ReservedPrefixes are family-name prefixes only the host may use (its
@@ -151,6 +153,9 @@ type Result struct {
 	// buckets, +Inf, sum and count, like Prometheus does).
 	Series map[string]int
 	Drops  map[DropKey]int
+	// DeviceFiltered counts, per plugin, the series Options.Devices removed
+	// (not drops: the operator asked for it).
+	DeviceFiltered map[string]int
 	// Causes holds one human-readable example per drop key, for logging.
 	Causes map[DropKey]string
 }
@@ -162,8 +167,9 @@ func Merge(inputs []Input, opts Options) *Result {
 		opts: opts,
 		res: &Result{
 			Series: make(map[string]int, len(inputs)),
-			Drops:  map[DropKey]int{},
-			Causes: map[DropKey]string{},
+			Drops:          map[DropKey]int{},
+			DeviceFiltered: map[string]int{},
+			Causes:         map[DropKey]string{},
 		},
 		byName:   map[string]*Family{},
 		claims:   map[string]string{},
@@ -205,6 +211,8 @@ type merger struct {
 	seed     maphash.Seed
 	// per batch: 1 = valid label value, 2 = invalid; 0 = not yet checked
 	valid []uint8
+	// per batch: 1 = device allowed by Options.Devices, 2 = filtered; 0 = not yet checked
+	devices []uint8
 }
 
 // maxCause is the longest cause kept for the log: a cause quotes what the
@@ -258,6 +266,10 @@ func (m *merger) input(in Input) {
 		}
 		m.valid = slices.Grow(m.valid[:0], len(b.GetStrings()))[:len(b.GetStrings())]
 		clear(m.valid)
+		if m.opts.Devices.active() {
+			m.devices = slices.Grow(m.devices[:0], len(b.GetStrings()))[:len(b.GetStrings())]
+			clear(m.devices)
+		}
 		for _, c := range b.GetFamilies() {
 			series = m.chunk(in, b, c, series)
 		}
@@ -329,10 +341,17 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 	var h maphash.Hash
 	h.SetSeed(m.seed)
 	histogram := ch.Type() == pluginv1.MetricType_METRIC_TYPE_HISTOGRAM
+	devLabel := -1
+	if m.opts.Devices.active() {
+		devLabel = slices.Index(f.LabelNames, DeviceLabel)
+	}
 	for i := range n {
 		lv := ch.LabelRefs(i)
 		ok := true
-		if bad := m.badValue(&ch, lv); bad >= 0 {
+		if devLabel >= 0 && !m.deviceAllowed(&ch, lv[devLabel]) {
+			m.res.DeviceFiltered[in.Plugin] += perSample
+			ok = false
+		} else if bad := m.badValue(&ch, lv); bad >= 0 {
 			m.dropSample(in.Plugin, ReasonInvalidValue, func() string {
 				return fmt.Sprintf("family %s: label %s: value invalid UTF-8 or longer than %d bytes", name, f.LabelNames[bad], m.opts.MaxLabelValueLen)
 			})
@@ -411,6 +430,23 @@ func (m *merger) newFamily(in Input, ch batch.Chunk) *Family {
 		f.LabelNames[j] = ch.LabelName(j)
 	}
 	return f
+}
+
+// deviceAllowed applies Options.Devices to the device label value at
+// string index idx, once per batch and value.
+func (m *merger) deviceAllowed(ch *batch.Chunk, idx uint32) bool {
+	switch m.devices[idx] {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	if m.opts.Devices.Allow(ch.String(idx)) {
+		m.devices[idx] = 1
+		return true
+	}
+	m.devices[idx] = 2
+	return false
 }
 
 // badValue returns the index of the first invalid label value, or -1.

@@ -49,8 +49,9 @@ type Scraper struct {
 
 // New returns a Scraper. filter is the host allowlist/denylist, applied to
 // plugin families and the Go runtime and process collectors'; the host's
-// plexporter_* health families see only its denylist.
-func New(f *fleet.Fleet, filter *metricfilter.Filter, maxLabelValueLen int, log *slog.Logger) *Scraper {
+// plexporter_* health families see only its denylist. devices selects
+// plugin series by their device label (nil: all).
+func New(f *fleet.Fleet, filter *metricfilter.Filter, devices *merge.DeviceFilter, maxLabelValueLen int, log *slog.Logger) *Scraper {
 	health, err := metricfilter.New(nil, filter.Denied())
 	if err != nil { // the same patterns filter accepted
 		panic(err)
@@ -59,7 +60,7 @@ func New(f *fleet.Fleet, filter *metricfilter.Filter, maxLabelValueLen int, log 
 		fleet:        f,
 		filter:       filter,
 		healthFilter: health,
-		opts:         merge.Options{Filter: filter, MaxLabelValueLen: maxLabelValueLen, ReservedPrefixes: hostPrefixes},
+		opts:         merge.Options{Filter: filter, Devices: devices, MaxLabelValueLen: maxLabelValueLen, ReservedPrefixes: hostPrefixes},
 		log:          log,
 		totals:       newCounters(),
 		reg:          prometheus.NewRegistry(),

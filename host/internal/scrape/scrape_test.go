@@ -75,7 +75,7 @@ func scraper(t testing.TB, pluginsYAML string, names ...string) *Scraper {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(fl, filter, 4096, log)
+	return New(fl, filter, nil, 4096, log)
 }
 
 // scraped is one scrape's output, parsed, and how long it took.
