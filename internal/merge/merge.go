@@ -166,7 +166,7 @@ func Merge(inputs []Input, opts Options) *Result {
 	m := merger{
 		opts: opts,
 		res: &Result{
-			Series: make(map[string]int, len(inputs)),
+			Series:         make(map[string]int, len(inputs)),
 			Drops:          map[DropKey]int{},
 			DeviceFiltered: map[string]int{},
 			Causes:         map[DropKey]string{},
