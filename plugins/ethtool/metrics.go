@@ -172,6 +172,7 @@ var catalogue = func() []*sdk.Desc {
 	c = append(c, hwDescs...)
 	c = append(c, descNetdevErrors, descCollectorSuccess)
 	c = append(c, driverDescs...)
+	c = append(c, ionicDescs...)
 	for _, s := range stdCounters {
 		c = append(c, s.desc)
 	}

@@ -143,6 +143,7 @@ func (s *scrapeStats) get(ctx context.Context, netdev string) (*driverStats, err
 // vPort families only when attributable to exactly this function.
 func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeStats) {
 	pfcOn, hwOn := w.AnyEnabled(pfcDescs...), w.AnyEnabled(hwDescs...)
+	ionicOn := w.AnyEnabled(ionicDescs...) // the ionic_* families read the same tables (ionic.go)
 	// rdma_exporter's ethtool sub-collector succeeded when every read
 	// behind these families did.
 	ok := true
@@ -150,7 +151,7 @@ func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeSt
 		ok = false
 		p.fail(w, collector, err)
 	}
-	if pfcOn || hwOn {
+	if pfcOn || hwOn || ionicOn {
 		ports, devErrs, err := discoverRDMAPorts(p.paths.Sysfs)
 		if err != nil {
 			fail(collectorRDMASysfs, fmt.Errorf("list RDMA devices: %w", err))
@@ -160,6 +161,7 @@ func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeSt
 		}
 		owners := ethernetOwners(ports)
 		hwDone := map[string]bool{}
+		ionic := newIonicWriter(w) // ionic.go
 		for _, port := range ports {
 			if ctx.Err() != nil {
 				break
@@ -184,6 +186,7 @@ func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeSt
 			if st == nil {
 				continue
 			}
+			ionic.write(port.NetDev, st)
 			vals, names := firstValues(st)
 			if pfcOn {
 				emitPFC(w, port, vals, names)
