@@ -157,3 +157,22 @@ func (r *relay) intern(b []byte) string {
 	}
 	return s
 }
+
+// sample relays one value sample with label values already in Go memory
+// (the cgo emitter converts them only once a sample is admitted).
+func (r *relay) sample(family uint32, lv []string, value float64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, res := r.admit(family, len(lv), false)
+	if res == emitOK {
+		r.write(d, value, lv)
+	}
+	return res
+}
+
+// error relays one partial failure.
+func (r *relay) error(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reportError(msg)
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/sdktest"
+)
+
+// fakeLibrary stands in for a loaded shared object, so that the plugin's
+// own logic (relay checks, deadlines, the stuck collect) is tested without
+// cgo and without a C library that would take the test process down.
+type fakeLibrary struct {
+	info    collectorInfo
+	collect func(r *relay, deadline time.Time) error
+}
+
+func (f *fakeLibrary) Path() string                        { return "/fake/lib.so" }
+func (f *fakeLibrary) Info() collectorInfo                 { return f.info }
+func (f *fakeLibrary) Configure(string) error              { return nil }
+func (f *fakeLibrary) Collect(r *relay, d time.Time) error { return f.collect(r, d) }
+
+var fakeInfo = collectorInfo{Name: "fake", Version: "1", Families: []familyInfo{
+	{Name: "fake_value", Type: abiGauge, Help: "A value.", Labels: []string{"device"}},
+	{Name: "fake_latency_seconds", Type: abiHistogram, Help: "A histogram."},
+}}
+
+func fakePlugin(collect func(r *relay, deadline time.Time) error) *plugin {
+	p := newPlugin()
+	p.open = func(string) (library, error) { return &fakeLibrary{info: fakeInfo, collect: collect}, nil }
+	return p
+}
+
+func TestRelayRefusesWhatItCannotForm(t *testing.T) {
+	p := fakePlugin(func(r *relay, _ time.Time) error {
+		r.sample(0, []string{"sda"}, 1)
+		r.sample(0, []string{"a", "b"}, 2) // wrong label count
+		r.sample(7, nil, 3)                // no such family
+		r.sample(1, nil, 4)                // a histogram as a value
+		r.error("device 3: unreadable")
+		r.error("device 3: unreadable") // once per collect
+		return nil
+	})
+	res := sdktest.Run(t, p, sdktest.Options{Config: map[string]any{"library": "/fake/lib.so"}})
+	text := res.Text(t)
+	sdktest.Contains(t, text, `fake_value{device="sda"} 1`, `so_collection_errors_total{collector="fake"} 2`)
+	var msgs []string
+	for _, e := range res.Errors {
+		if e.GetCollector() != "fake" {
+			t.Errorf("error of collector %q, want fake", e.GetCollector())
+		}
+		msgs = append(msgs, e.GetMessage())
+	}
+	want := []string{"device 3: unreadable", "refused 3 samples the collector emitted; the first: family fake_value has 1 label names but a sample has 2 values"}
+	if strings.Join(msgs, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A collect that ignores its deadline is given up on before the host's
+// deadline, with what it emitted; the process then exits unless it returns.
+func TestStuckCollectEndsTheProcess(t *testing.T) {
+	release := make(chan struct{})
+	var libDeadline atomic.Int64
+	p := fakePlugin(func(r *relay, deadline time.Time) error {
+		libDeadline.Store(deadline.UnixNano())
+		r.sample(0, []string{"sda"}, 1)
+		<-release
+		if got := r.sample(0, []string{"sdb"}, 2); got != emitStop {
+			t.Errorf("an emit after the plugin gave up returned %d, want STOP (%d)", got, emitStop)
+		}
+		return nil
+	})
+	exited := make(chan string, 1)
+	p.exit = func(msg string) { exited <- msg }
+	c := sdktest.Client(t, p, sdktest.Options{Config: map[string]any{"library": "/fake/lib.so"}})
+
+	start := time.Now()
+	res := sdktest.Collect(t, c, time.Second)
+	took := time.Since(start)
+	if res.Status != nil {
+		t.Fatalf("collect status %v: the plugin should answer before the host's deadline", res.Status)
+	}
+	if took > 990*time.Millisecond {
+		t.Errorf("collect took %v of its 1s", took)
+	}
+	if d := time.Until(time.Unix(0, libDeadline.Load())); d > 0 || d < -time.Second {
+		t.Errorf("library deadline %v from now, want ~0.9s after the start", d)
+	}
+	text := res.Text(t)
+	sdktest.Contains(t, text, `fake_value{device="sda"} 1`, `so_collection_errors_total{collector="fake"} 1`)
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].GetMessage(), "has not returned since its deadline") {
+		t.Errorf("errors = %v, want the overrun", res.Errors)
+	}
+	// While stuck, the next collect answers at once with the same error.
+	res = sdktest.Collect(t, c, time.Second)
+	sdktest.Contains(t, res.Text(t), `so_collection_errors_total{collector="fake"} 2`)
+	select {
+	case msg := <-exited:
+		if !strings.Contains(msg, "/fake/lib.so") {
+			t.Errorf("exit message %q does not name the library", msg)
+		}
+	case <-time.After(3 * stuckGrace):
+		t.Fatal("the process did not exit while the collect stayed stuck")
+	}
+	close(release)
+}
+
+func TestStuckCollectThatReturnsKeepsTheProcess(t *testing.T) {
+	release := make(chan struct{})
+	calls := 0
+	p := fakePlugin(func(r *relay, _ time.Time) error {
+		calls++
+		if calls == 1 {
+			<-release
+		}
+		r.sample(0, []string{"sda"}, float64(calls))
+		return nil
+	})
+	p.exit = func(msg string) { t.Errorf("exited: %s", msg) }
+	c := sdktest.Client(t, p, sdktest.Options{Config: map[string]any{"library": "/fake/lib.so"}})
+	sdktest.Collect(t, c, 200*time.Millisecond)
+	close(release) // returns within stuckGrace
+	time.Sleep(100 * time.Millisecond)
+	sdktest.Contains(t, sdktest.Collect(t, c, time.Second).Text(t), `fake_value{device="sda"} 2`)
+	time.Sleep(stuckGrace)
+}
+
+func TestWithoutLibrary(t *testing.T) {
+	res := sdktest.Run(t, newPlugin(), sdktest.Options{})
+	sdktest.CleanGolden(t, res, "testdata/nolibrary.golden")
+}
+
+func TestConfig(t *testing.T) {
+	if err := sdktest.Configure(t, fakePlugin(nil), map[string]any{"library": "/fake/lib.so", "collector": map[string]any{"a": 1}}, sdk.Paths{}); err != nil {
+		t.Fatal(err)
+	}
+	sdktest.Refuses(t, newPlugin, sdk.Paths{}, []sdktest.Refusal{
+		{Raw: map[string]any{"library": "lib.so"}, Key: "library", Detail: "not an absolute path"},
+		{Raw: map[string]any{"library": "/a/../lib.so"}, Key: "library", Detail: `write "/lib.so"`},
+		{Raw: map[string]any{"library": "/a.so", "collector": []any{1}}, Key: "collector", Detail: "must be a mapping"},
+		{Raw: map[string]any{"libary": "/a.so"}, Key: "libary", Detail: "unknown field"},
+	})
+	// A reload in the same process cannot swap the library.
+	p := fakePlugin(nil)
+	sdktest.Configure(t, p, map[string]any{"library": "/fake/lib.so"}, sdk.Paths{})
+	if err := sdktest.Configure(t, p, map[string]any{"library": "/other.so"}, sdk.Paths{}); err == nil || !strings.Contains(err.Error(), "/fake/lib.so is loaded in this process already") {
+		t.Errorf("second library: %v", err)
+	}
+}
