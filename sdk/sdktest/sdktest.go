@@ -11,7 +11,8 @@
 // another one's series names or uses a prefix reserved for the host — fails
 // the test with the rule, the family and the series. So does a write the
 // SDK refused (a sample with the wrong label count or type) and, in Run, a
-// family missing from the plugin's Info catalogue. Series caps are the
+// family missing from the plugin's Info catalogue or written otherwise than
+// it says. Series caps are the
 // operator's and are not applied.
 //
 // Goldens are rendered by prometheus/common/expfmt from client_model
@@ -196,8 +197,8 @@ func connect(t testing.TB, srv pluginv1.PluginServiceServer) pluginv1.PluginServ
 
 // Run starts p, configures it and collects once. Besides Collect's checks
 // it fails the test for every family written that the Info catalogue
-// lacks (unless opts.AllowUndeclared) and for catalogue entries the host
-// could never expose.
+// lacks (unless opts.AllowUndeclared) or describes with another type or
+// label names, and for catalogue entries the host could never expose.
 func Run(t testing.TB, p sdk.Plugin, opts Options) *Result {
 	t.Helper()
 	c := Client(t, p, opts)
@@ -213,7 +214,35 @@ func Run(t testing.TB, p sdk.Plugin, opts Options) *Result {
 			t.Errorf("family %s is written but not in the plugin's Info catalogue", name)
 		}
 	}
+	checkAgainstCatalogue(t, res, opts.MetricPrefix)
 	return res
+}
+
+// checkAgainstCatalogue fails the test for each family written with
+// another type or other label names than its catalogue entry says: the
+// catalogue is what `plexporter metrics` documents to operators.
+func checkAgainstCatalogue(t testing.TB, res *Result, prefix string) {
+	t.Helper()
+	byName := map[string]*pluginv1.MetricDescriptor{}
+	for _, d := range res.Info.GetMetrics() {
+		byName[d.GetName()] = d
+	}
+	for _, mf := range res.Families(t) {
+		d := byName[strings.TrimPrefix(mf.GetName(), prefix)]
+		if d == nil || len(mf.GetMetric()) == 0 {
+			continue // undeclared, or declared by a pattern only
+		}
+		if want := batch.DTOType(d.GetType()); mf.GetType() != want {
+			t.Errorf("family %s is written as %s but its Info catalogue entry says %s", mf.GetName(), strings.ToLower(mf.GetType().String()), strings.ToLower(want.String()))
+		}
+		var labels []string
+		for _, lp := range mf.GetMetric()[0].GetLabel() {
+			labels = append(labels, lp.GetName())
+		}
+		if !slices.Equal(labels, d.GetLabelNames()) {
+			t.Errorf("family %s is written with labels %q but its Info catalogue entry says %q", mf.GetName(), labels, d.GetLabelNames())
+		}
+	}
 }
 
 // checkCatalogue fails the test for catalogue entries with a name no

@@ -249,3 +249,16 @@ func TestRunReturnsConfigureWarnings(t *testing.T) {
 		t.Fatalf("warnings %q", res.Warnings)
 	}
 }
+
+// A family written otherwise than its catalogue entry says fails Run:
+// operators read the catalogue in `plexporter metrics`.
+func TestCatalogueMismatchFailsTheRun(t *testing.T) {
+	run := failtest.Run(t, func(tb *failtest.TB) {
+		sdktest.Run(tb, &plugin{catalogue: []*sdk.Desc{good, rx}, collect: func(w *sdk.Writer) {
+			w.Counter(sdk.NewDesc("vendor_link_up", sdk.Counter, "Link state.", "device"), 1, "eth0")
+			w.Counter(sdk.NewDesc("vendor_rx_bytes_total", sdk.Counter, "Bytes received.", "device", "queue"), 1, "eth0", "0")
+		}}, sdktest.Options{})
+	})
+	run.Expect(t, "vendor_link_up is written as counter but its Info catalogue entry says gauge")
+	run.Expect(t, `vendor_rx_bytes_total is written with labels ["device" "queue"] but its Info catalogue entry says ["device"]`)
+}
