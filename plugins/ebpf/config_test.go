@@ -125,3 +125,13 @@ func TestRetransmitTotalsSurviveEviction(t *testing.T) {
 		t.Errorf("total %d, want 5 (3 before the eviction, 2 after)", got)
 	}
 }
+
+func TestNFSServersFromMountsFixture(t *testing.T) {
+	got, err := nfsServers("testdata/mounts-nfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].String() != "10.20.0.5" || got[1].String() != "10.20.0.7" {
+		t.Errorf("servers %v, want 10.20.0.5 and 10.20.0.7", got)
+	}
+}

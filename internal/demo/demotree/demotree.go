@@ -1,7 +1,8 @@
 // Package demotree builds one node's file systems from the shipped
 // plugins' fixtures: a sysfs with the RDMA devices, netdevs and NVMe
 // controllers of the rdma, ethtool and nvme fixtures, and a procfs with
-// the NFS mounts and socket tables of the nfs fixtures. `make demo` serves
+// the NFS mounts and socket tables of the nfs fixtures and the guest's
+// CPU, pressure, memory and disk files. `make demo` serves
 // every shipped plugin over it; the host's tests run the plugins over it at
 // arbitrary roots.
 package demotree
@@ -27,6 +28,13 @@ var SysfsArchives = []string{
 	"plugins/nvme/testdata/sysfs.ttar",
 }
 
+// NodeArchives are fixtures of both trees, their proc/ merged into the
+// tree's proc/ and their sys/ into its sys/: the guest's stat, pressure,
+// meminfo, diskstats and whole disks (sys/block).
+var NodeArchives = []string{
+	"plugins/guest/testdata/demo.ttar",
+}
+
 // ProcPID is the process whose directory holds the NFS captures; proc/self
 // links to it, as procfs's self does to the reader.
 const ProcPID = "4242"
@@ -37,6 +45,7 @@ var ProcfsFiles = map[string]string{
 	"mountstats": "plugins/nfs/testdata/mountstats-mixed",
 	"net/tcp":    "plugins/nfs/testdata/tcp-synthetic",
 	"net/tcp6":   "plugins/nfs/testdata/tcp6-synthetic",
+	"mounts":     "plugins/ebpf/testdata/mounts-nfs", // the same mounts, whose servers ebpf watches
 }
 
 // Config is the demo's config file (--config.file): the shipped plugins'
@@ -84,6 +93,17 @@ func Build(repo, dst string) (Tree, error) {
 		}
 		if err := merge(filepath.Join(one, "sys"), t.Sysfs); err != nil {
 			return t, fmt.Errorf("merging %s: %w", a, err)
+		}
+	}
+	for i, a := range NodeArchives {
+		one := filepath.Join(staging, fmt.Sprint("node", i))
+		if err := fixture.Unpack(filepath.Join(repo, a), one); err != nil {
+			return t, err
+		}
+		for _, tree := range []struct{ from, to string }{{"sys", t.Sysfs}, {"proc", t.Procfs}} {
+			if err := merge(filepath.Join(one, tree.from), tree.to); err != nil {
+				return t, fmt.Errorf("merging %s: %w", a, err)
+			}
 		}
 	}
 	pid := filepath.Join(t.Procfs, ProcPID)
