@@ -388,7 +388,7 @@ func TestPartialErrorAndPushdown(t *testing.T) {
 			t.Error("pyexample_forks_total served without a stat file")
 		}
 		h.waitFor(5*time.Second, "the partial error logged at WARN", func() bool {
-			return containsLine(h.logs.String(), "level=WARN", "pyexample", "stat", "No such file or directory")
+			return containsLine(h.logs.String(), "level=WARN", "pyexample", "stat", "stat: no such file or directory")
 		})
 	})
 	t.Run("loadavg families only", func(t *testing.T) {
@@ -559,7 +559,7 @@ func TestSandboxConfinesThePlugin(t *testing.T) {
 				t.Errorf("sandboxed: the replaced stat was read (pyexample_forks_total = %v, a stat error: %v), want it denied", forks, denied)
 			case sandboxed:
 				h.waitFor(5*time.Second, "the denial logged", func() bool {
-					return containsLine(h.logs.String(), "level=WARN", "pyexample", "Permission denied")
+					return containsLine(h.logs.String(), "level=WARN", "pyexample", "stat: permission denied")
 				})
 			case !sandboxed && forks != 99999:
 				t.Errorf("unsandboxed: pyexample_forks_total = %v, want 99999 from the replaced stat", forks)
