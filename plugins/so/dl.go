@@ -4,8 +4,10 @@ package main
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../../sdk/cabi
-#cgo linux LDFLAGS: -ldl
+#cgo linux LDFLAGS: -ldl -lpthread
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include "plexporter_collector.h"
 
@@ -14,6 +16,46 @@ extern int soEmitSample(uintptr_t ctx, uint32_t family, char **lv, uint32_t n, d
 extern int soEmitHistogram(uintptr_t ctx, uint32_t family, char **lv, uint32_t n, double *bounds,
                            uint64_t *cumulative, uint32_t nb, uint64_t count, double sum);
 extern void soEmitError(uintptr_t ctx, char *msg);
+extern void soLibraryThread(uintptr_t lib);
+
+// Address space, not memory: RLIMIT_DATA counts every thread's whole stack,
+// and glibc gives each one RLIMIT_STACK (8 MiB) by default. The Go runtime's
+// threads run Go code on goroutine stacks and need little of theirs, so the
+// default shrinks before the runtime starts any (a constructor runs before
+// the Go runtime does); the library's thread is made with a full stack.
+#define SO_RUNTIME_THREAD_STACK (256 << 10)
+#define SO_LIBRARY_THREAD_STACK (8 << 20)
+
+#ifdef __GLIBC__
+__attribute__((constructor)) static void so_small_thread_stacks(void) {
+	pthread_attr_t a;
+	if (pthread_attr_init(&a) != 0)
+		return;
+	if (pthread_attr_setstacksize(&a, SO_RUNTIME_THREAD_STACK) == 0)
+		pthread_setattr_default_np(&a);
+	pthread_attr_destroy(&a);
+}
+#endif
+
+static void *so_library_thread(void *lib) {
+	soLibraryThread((uintptr_t)lib);
+	return NULL;
+}
+
+// so_start_library_thread starts the thread every call into the library
+// runs on: a C thread, so that its stack size is the library's to choose.
+static int so_start_library_thread(uintptr_t lib) {
+	pthread_attr_t a;
+	pthread_t t;
+	int rc = pthread_attr_init(&a);
+	if (rc != 0)
+		return rc;
+	pthread_attr_setstacksize(&a, SO_LIBRARY_THREAD_STACK);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &a, so_library_thread, (void *)lib);
+	pthread_attr_destroy(&a);
+	return rc;
+}
 
 typedef uint32_t (*so_abi_fn)(void);
 typedef const struct plexporter_collector_info *(*so_info_fn)(void);
@@ -56,9 +98,9 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"runtime/cgo"
 	"strings"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -66,8 +108,9 @@ import (
 )
 
 // dlLibrary is a shared object loaded with dlopen. Every call into it runs
-// on one OS thread, locked for the life of the process (the ABI promises
-// collectors the same thread every time, never two calls at once).
+// on one OS thread for the life of the process (the ABI promises collectors
+// the same thread every time, never two calls at once): a C thread with an
+// 8 MiB stack that calls into Go once and serves calls from there on.
 type dlLibrary struct {
 	path                                string
 	abi, info, configure, collect, free unsafe.Pointer
@@ -78,20 +121,16 @@ type dlLibrary struct {
 // openLibrary loads the collector at path and checks its ABI version.
 func openLibrary(path string) (library, error) {
 	l := &dlLibrary{path: path, calls: make(chan func())}
-	go l.thread()
+	// The handle is never deleted: the thread serves l until the process exits.
+	if rc := C.so_start_library_thread(C.uintptr_t(cgo.NewHandle(l))); rc != 0 {
+		return nil, fmt.Errorf("start the library's thread: %w", syscall.Errno(rc))
+	}
 	var err error
 	l.do(func() { err = l.load() })
 	if err != nil {
 		return nil, err
 	}
 	return l, nil
-}
-
-func (l *dlLibrary) thread() {
-	runtime.LockOSThread() // never unlocked: the thread is the library's
-	for f := range l.calls {
-		f()
-	}
 }
 
 // do runs f on the library's thread and waits for it.

@@ -57,6 +57,18 @@ func soEmitError(ctx C.uintptr_t, msg *C.char) {
 	r.reportError(C.GoString(msg))
 }
 
+// soLibraryThread is the library's thread (so_start_library_thread): a
+// goroutine on a C thread for as long as the callback lasts, which is
+// forever, serving every call into the library.
+//
+//export soLibraryThread
+func soLibraryThread(lib C.uintptr_t) {
+	l := cgo.Handle(lib).Value().(*dlLibrary)
+	for f := range l.calls {
+		f()
+	}
+}
+
 // labelValues copies n C strings into r's reused slice; mu is held.
 func (r *relay) labelValues(lv **C.char, n int) []string {
 	r.lv = r.lv[:0]

@@ -199,9 +199,9 @@ func TestBadCollectorsCostTheirInstanceOnly(t *testing.T) {
 	hang := st.install(t, "hang", "")
 	garbage := st.install(t, "garbage", "")
 	// 64 MiB of limit: RLIMIT_DATA 192 MiB under the sandbox, of which
-	// the cgo process uses about 145 MiB at rest (Go's arena reservations
-	// and 8 MiB of pthread stack per thread, README.md), so a leak of 16
-	// MiB per collect reaches it within a few scrapes.
+	// the cgo process uses about 90 MiB at rest (Go's arena reservations
+	// and the threads' stacks, README.md), so a leak of 16 MiB per collect
+	// reaches it within a few scrapes.
 	leak := st.install(t, "leak", "limits: {memory: 64MiB}\n")
 	h := st.start(t, fmt.Sprintf(`  so-series: {config: {library: %q, collector: {series: 3}}}
   so-segv: {config: {library: %q}}

@@ -20,7 +20,10 @@
  * is concurrent with another, and collect is never re-entered. A collector
  * may start threads of its own (to sample in the background, say), but the
  * emitter's functions may only be called from the thread that is inside
- * collect, and only until collect returns.
+ * collect, and only until collect returns. The calling thread has an 8 MiB
+ * stack; threads the collector starts get 256 KiB unless it asks for more
+ * with pthread_attr_setstacksize (plexporter-so lowers glibc's default so
+ * that the Go runtime's threads do not fill its memory limit).
  *
  * Memory. Every pointer is owned by the side that made it:
  *   - what plexporter-so passes in (the config string, the emitter, ctx) is
