@@ -73,12 +73,12 @@ type Options struct {
 // How long the runner waits for what the protocol says a plugin SHOULD do
 // on its own.
 const (
-	cookieWait   = 5 * time.Second        // exit without the magic cookie
-	stopGrace    = 2 * time.Second        // go-plugin's: then the host kills the group
-	lifelineWait = 5 * time.Second        // exit once the lifeline reads EOF
-	cancelAfter  = 25 * time.Millisecond  // cancel a Collect that has not sent anything yet
-	cancelGrace  = 500 * time.Millisecond // the next Collect may take this much longer than usual
-	repeats      = 3                      // Collects after the first, for collect.stable
+	cookieWait   = 5 * time.Second       // exit without the magic cookie
+	stopGrace    = 2 * time.Second       // go-plugin's: then the host kills the group
+	lifelineWait = 5 * time.Second       // exit once the lifeline reads EOF
+	cancelAfter  = 25 * time.Millisecond // cancel a Collect that has not sent anything yet
+	cancelGrace  = time.Second           // the next Collect may take this much longer than usual
+	repeats      = 3                     // Collects after the first, for collect.stable
 )
 
 // nothingMatches is an allowlist pattern no plugin family can match: the

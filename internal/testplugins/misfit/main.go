@@ -57,7 +57,7 @@ const (
 )
 
 // slowCollect is how long a nocancel Collect takes, its context ignored.
-const slowCollect = time.Second
+const slowCollect = 1500 * time.Millisecond
 
 const (
 	infoFamily  = "misfit_info"
