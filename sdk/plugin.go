@@ -130,7 +130,8 @@ type Paths struct {
 type Config struct {
 	// Paths are the host's filesystem roots, never empty.
 	Paths Paths
-	// Filter is the host's allowlist; Writer.Enabled applies it.
+	// Filter is the host's allowlist, as Enabled, AnyEnabled and the
+	// Writer's Enabled apply it (use those: they also match MetricPrefix).
 	Filter *metricfilter.Filter
 	// MetricPrefix is prepended to every family name by the Writer.
 	MetricPrefix string

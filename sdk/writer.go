@@ -60,7 +60,8 @@ func NewWriter(filter *metricfilter.Filter, prefix string, send func(*pluginv1.C
 	return newWriter(filter, prefix, 0, send)
 }
 
-// Flush sends what is buffered and returns the first send error.
+// Flush sends what is buffered and returns the first send error, for a
+// Writer from NewWriter (Serve flushes the Writer it gave Collect itself).
 func (w *Writer) Flush() error {
 	w.flush()
 	return w.sendErr
