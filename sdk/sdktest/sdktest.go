@@ -129,8 +129,9 @@ type Conn struct {
 }
 
 // Client starts p behind a real gRPC connection (the transport's service
-// glue on both ends, over a Unix socket, as go-plugin connects host and
-// plugin) and configures it with opts. The connection closes with the test.
+// glue on both ends, over a Unix socket as go-plugin connects host and
+// plugin, without its TLS) and configures it with opts. The connection
+// closes with the test.
 func Client(t testing.TB, p sdk.Plugin, opts Options) *Conn {
 	t.Helper()
 	c := &Conn{PluginServiceClient: connect(t, plumbing.NewServer(p, sdk.Logger())), opts: opts}
@@ -163,31 +164,28 @@ func connect(t testing.TB, srv pluginv1.PluginServiceServer) pluginv1.PluginServ
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "plugin.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
-		os.RemoveAll(dir)
 		t.Fatal(err)
 	}
 	glue := &transport.GRPCPlugin{Impl: srv}
 	server := plugin.DefaultGRPCServer(nil)
+	t.Cleanup(server.Stop)
 	if err := glue.GRPCServer(nil, server); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = server.Serve(l) }()
-	// go-plugin's own client options: no size limit but the one the host
-	// puts on Collect (batch.MaxMessage, applied by Collect below).
+	// go-plugin's client options: no size limit but the one the host puts
+	// on Collect (batch.MaxMessage, applied by Collect below).
 	conn, err := grpc.NewClient("unix://"+sock,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		conn.Close()
-		server.Stop()
-		os.RemoveAll(dir)
-	})
+	t.Cleanup(func() { conn.Close() })
 	client, err := glue.GRPCClient(context.Background(), nil, conn)
 	if err != nil {
 		t.Fatal(err)
