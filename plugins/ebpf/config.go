@@ -23,11 +23,15 @@ type config struct {
 	// tracepoint: the modes tried, in order, for every program.
 	Attach string `json:"attach"`
 	// Disk and TCPRetransmits switch the two program groups on or off.
-	Disk           *bool `json:"disk"`
-	TCPRetransmits *bool `json:"tcp_retransmits"`
+	Disk                   *bool `json:"disk"`
+	TCPRetransmits         *bool `json:"tcp_retransmits"`
+	ObjectStoreConnections *bool `json:"object_store_connections"`
 	// DiskLatencyBuckets overrides the latency histograms' bounds, in
 	// seconds.
 	DiskLatencyBuckets []float64 `json:"disk_latency_buckets"`
+	// ObjectStoreLatencyBuckets overrides the connection latency
+	// histogram's bounds, in seconds.
+	ObjectStoreLatencyBuckets []float64 `json:"object_store_latency_buckets"`
 	// TracefsPath is where classic tracepoints' ids are read; defaults to
 	// <sysfs>/kernel/tracing.
 	TracefsPath string `json:"tracefs_path"`
@@ -47,6 +51,7 @@ type config struct {
 
 	nfsServers []netip.Addr // parsed NFSServers
 	bounds     []float64    // DiskLatencyBuckets or the defaults
+	connBounds []float64    // ObjectStoreLatencyBuckets or the defaults
 }
 
 const (
@@ -66,6 +71,9 @@ func defaultConfig() config {
 
 func (c *config) diskEnabled() bool { return c.Disk == nil || *c.Disk }
 func (c *config) tcpEnabled() bool  { return c.TCPRetransmits == nil || *c.TCPRetransmits }
+func (c *config) connEnabled() bool {
+	return c.ObjectStoreConnections == nil || *c.ObjectStoreConnections
+}
 
 // attachModes are the modes tried for every program, in order.
 func (c *config) attachModes() []string {
@@ -89,6 +97,13 @@ func (c *config) validate() error {
 			return err
 		}
 		c.bounds = c.DiskLatencyBuckets
+	}
+	c.connBounds = defaultConnBounds()
+	if c.ObjectStoreLatencyBuckets != nil {
+		if err := validateBounds("object_store_latency_buckets", c.ObjectStoreLatencyBuckets); err != nil {
+			return err
+		}
+		c.connBounds = c.ObjectStoreLatencyBuckets
 	}
 	c.nfsServers = nil
 	for i, s := range c.NFSServers {

@@ -32,6 +32,10 @@ var (
 	descObjectStoreRetransmits = sdk.NewDesc("object_store_tcp_retransmits_total", sdk.Counter, "TCP segments retransmitted to an object-store endpoint's addresses (on the object-store ports).", lEndpoint)
 	descTCPDestinations        = sdk.NewDesc("ebpf_tcp_destinations", sdk.Gauge, "Destinations (address, port, class) in the retransmission map now.")
 	descTCPEvicted             = sdk.NewDesc("ebpf_tcp_destinations_evicted_total", sdk.Counter, "Destinations evicted from the full retransmission map (inserted minus present); their counts since the last scrape are lost.")
+	descObjectStoreConnections = sdk.NewDesc("object_store_connections_total", sdk.Counter, "TCP connections established to an object-store endpoint's addresses (on the object-store ports).", lEndpoint)
+	descObjectStoreLatency     = sdk.NewDesc("object_store_connection_latency_seconds", sdk.Histogram, "TCP connection latency to an object-store endpoint: SYN sent to established, as this node sees it.", lEndpoint).WithUnit("seconds")
+	descObjectStoreSent        = sdk.NewDesc("object_store_bytes_sent_total", sdk.Counter, "Bytes this node's TCP sockets sent to an object-store endpoint (socket writes, before retransmission).", lEndpoint).WithUnit("bytes")
+	descObjectStoreReceived    = sdk.NewDesc("object_store_bytes_received_total", sdk.Counter, "Bytes this node's TCP sockets read from an object-store endpoint.", lEndpoint).WithUnit("bytes")
 	descWatchedAddrs           = sdk.NewDesc("ebpf_watched_addresses", sdk.Gauge, "Addresses in the retransmission filter, by class (nfs, object_store).", "class")
 )
 
@@ -48,20 +52,24 @@ const (
 	collectorTCP         = "tcp_retransmits"
 	collectorNFSServers  = "nfs_servers"
 	collectorObjectStore = "object_store_endpoints"
+	collectorConnections = "object_store_connections"
 )
 
-var errorCollectors = []string{collectorDisk, collectorTCP, collectorNFSServers, collectorObjectStore}
+var errorCollectors = []string{collectorDisk, collectorTCP, collectorConnections, collectorNFSServers, collectorObjectStore}
 
 // Reasons of ebpf_events_dropped_total.
 const (
 	reasonDiskStatsFull   = "disk_stats_full"
 	reasonDiskStartUpdate = "disk_start_update_failed"
 	reasonTCPInsertFailed = "tcp_destination_insert_failed"
+	reasonConnStatsFull   = "conn_stats_full"
 )
 
 var catalogue = []*sdk.Desc{
 	descDiskReads, descDiskWrites, descDiskReadBytes, descDiskWriteBytes,
 	descDiskReadHist, descDiskWriteHist,
-	descNFSRetransmits, descObjectStoreRetransmits, descTCPDestinations, descTCPEvicted, descWatchedAddrs,
+	descNFSRetransmits, descObjectStoreRetransmits,
+	descObjectStoreConnections, descObjectStoreLatency, descObjectStoreSent, descObjectStoreReceived,
+	descTCPDestinations, descTCPEvicted, descWatchedAddrs,
 	descProgramLoaded, descEventsDropped, descCollectionErrors,
 }

@@ -26,6 +26,8 @@ type plugin struct {
 	mounts   string
 	disk     *probe // nil when no disk variant runs
 	tcp      *probe // nil when no TCP variant runs
+	conn     *probe // nil when no connection variant runs
+	conns    *connTotals
 	programs []programState
 	devices  *deviceNamer
 	retrans  *retransmitTotals
@@ -83,6 +85,7 @@ func (p *plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 	p.mounts = filepath.Join(cfg.Paths.Procfs, "self", "mounts")
 	p.devices = newDeviceNamer(cfg.Paths.Sysfs)
 	p.retrans = newRetransmitTotals()
+	p.conns = newConnTotals()
 	p.watch = newWatchState()
 	p.programs = nil
 
@@ -102,11 +105,17 @@ func (p *plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 			s, err := tcpSpec(c.MaxDestinations)
 			return &probeSpec{s, tcpVariants}, err
 		})
-		if p.tcp != nil {
-			p.refreshLocked(ctx)
-			p.stop, p.done = make(chan struct{}), make(chan struct{})
-			go p.refreshLoop(time.Duration(c.RefreshInterval), p.stop, p.done)
-		}
+	}
+	if c.connEnabled() {
+		p.conn = p.loadGroup("object_store_connections", collectorConnections, func() (*probeSpec, error) {
+			s, err := connSpec(c.connBounds)
+			return &probeSpec{s, connVariants}, err
+		})
+	}
+	if p.tcp != nil || p.conn != nil {
+		p.refreshLocked(ctx)
+		p.stop, p.done = make(chan struct{}), make(chan struct{})
+		go p.refreshLoop(time.Duration(c.RefreshInterval), p.stop, p.done)
 	}
 	return nil
 }
@@ -155,7 +164,7 @@ func (p *plugin) Close() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, pr := range []**probe{&p.disk, &p.tcp} {
+	for _, pr := range []**probe{&p.disk, &p.tcp, &p.conn} {
 		if *pr != nil {
 			(*pr).Close()
 			*pr = nil
@@ -218,8 +227,15 @@ func (p *plugin) refreshLocked(ctx context.Context) {
 		storeAddrs = append(storeAddrs, a)
 	}
 	ws.add(classObjectStore, storeAddrs, p.cfg.ObjectStorePorts)
-	if err := applyWatchSet(p.tcp, ws); err != nil {
-		p.failLater(collectorTCP, err)
+	if p.tcp != nil {
+		if err := applyWatchSet(p.tcp, ws); err != nil {
+			p.failLater(collectorTCP, err)
+		}
+	}
+	if p.conn != nil {
+		if err := applyWatchSet(p.conn, ws); err != nil {
+			p.failLater(collectorConnections, err)
+		}
 	}
 	p.watch.addrs = map[string]int{"nfs": len(servers), "object_store": len(storeAddrs)}
 }
@@ -304,7 +320,46 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			p.fail(w, collectorTCP, err)
 		}
 	}
+	if p.conn != nil {
+		if err := p.writeConn(w); err != nil {
+			p.fail(w, collectorConnections, err)
+		}
+	}
 	return nil
+}
+
+func (p *plugin) writeConn(w *sdk.Writer) error {
+	watched := func(a netip.Addr) bool {
+		return len(p.watch.endpointOf[a]) > 0 || len(p.watch.prevEndpointOf[a]) > 0
+	}
+	counts, readErr := readConnStats(p.conn.coll.Maps["conn_stats"], watched)
+	if counts == nil {
+		return readErr
+	}
+	p.conns.update(counts, p.labelsOf)
+	for _, e := range p.cfg.ObjectStoreEndpoints {
+		p.conns.ensure(e)
+	}
+	n := len(p.cfg.connBounds)
+	for name, t := range p.conns.totals {
+		cumulative := make([]uint64, n)
+		var sum uint64
+		for i := range cumulative {
+			sum += t[ccBuckets+i]
+			cumulative[i] = sum
+		}
+		count := sum + t[ccBuckets+n]
+		w.Counter(descObjectStoreConnections, float64(t[ccConnections]), name)
+		w.Histogram(descObjectStoreLatency, p.cfg.connBounds, cumulative, count, float64(t[ccLatencyNs])/1e9, name)
+		w.Counter(descObjectStoreSent, float64(t[ccSent]), name)
+		w.Counter(descObjectStoreReceived, float64(t[ccReceived]), name)
+	}
+	full, err := readPerCPUCounter(p.conn.coll.Maps["conn_counters"], connStatsFull)
+	if err != nil {
+		return errors.Join(readErr, fmt.Errorf("read conn_counters: %w", err))
+	}
+	w.Counter(descEventsDropped, float64(full), reasonConnStatsFull)
+	return readErr
 }
 
 func (p *plugin) writeErrors(w *sdk.Writer) {

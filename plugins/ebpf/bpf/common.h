@@ -37,4 +37,26 @@ static __always_inline __u32 bucket_index(const volatile __u64 *bounds, __u32 nr
 	return lo;
 }
 
+#define AF_INET 2
+#define AF_INET6 10
+#define IPPROTO_TCP 6
+
+/* Destination class bits: keep equal to the class constants in tcp.go. */
+#define CLASS_NFS 1
+#define CLASS_OBJECT_STORE 2
+#define NR_CLASSES 2
+
+/* An address as IPv6, IPv4 mapped (::ffff:a.b.c.d). */
+struct addr {
+	__u8 b[16];
+};
+
+static __always_inline void mapped_v4(struct addr *a, __be32 v4)
+{
+	__builtin_memset(a, 0, sizeof(*a));
+	a->b[10] = 0xff;
+	a->b[11] = 0xff;
+	__builtin_memcpy(&a->b[12], &v4, 4);
+}
+
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # generate-check.sh (make ebpf-generate-check): compile the BPF programs
 # again with the pinned clang into a temporary directory and fail when the
-# result differs from the committed disk_bpfel.{go,o} and tcp_bpfel.{go,o}.
+# result differs from the committed *_bpfel.{go,o}.
 # A developer check, not part of make test: objects are byte-identical only
 # with the clang that made them (bpf/CLANG_VERSION), and CI builds without
 # clang. With another clang it says so and fails instead of comparing.
@@ -25,7 +25,7 @@ while read -r cmd; do
 	eval "${cmd/bpf2go /bpf2go -output-dir $tmp }" </dev/null
 done < <(sed -n 's|^//go:generate ||p' gen.go)
 status=0
-for f in disk_bpfel.go disk_bpfel.o tcp_bpfel.go tcp_bpfel.o; do
+for f in *_bpfel.go *_bpfel.o; do
 	if ! cmp -s "$f" "$tmp/$f"; then
 		echo "ebpf-generate-check: $f is stale: run 'go generate ./plugins/ebpf' and commit" >&2
 		status=1

@@ -13,19 +13,6 @@
 
 char _license[] SEC("license") = "GPL";
 
-#define AF_INET 2
-#define AF_INET6 10
-
-/* Class bits: keep equal to the class constants in tcp.go. */
-#define CLASS_NFS 1
-#define CLASS_OBJECT_STORE 2
-#define NR_CLASSES 2
-
-/* An address as IPv6, IPv4 mapped (::ffff:a.b.c.d). */
-struct addr {
-	__u8 b[16];
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 256);
@@ -107,14 +94,6 @@ static __always_inline void record(struct addr *a, __u16 port)
 		else
 			count(TCP_INSERT_FAILED);
 	}
-}
-
-static __always_inline void mapped_v4(struct addr *a, __be32 v4)
-{
-	__builtin_memset(a, 0, sizeof(*a));
-	a->b[10] = 0xff;
-	a->b[11] = 0xff;
-	__builtin_memcpy(&a->b[12], &v4, 4);
 }
 
 SEC("tp_btf/tcp_retransmit_skb")

@@ -25,6 +25,10 @@ typedef __u16 __be16;
 typedef __u32 __be32;
 typedef __u32 __wsum;
 typedef _Bool bool;
+enum {
+	false = 0,
+	true = 1,
+};
 typedef __u32 dev_t;
 typedef __u64 sector_t;
 typedef __u32 blk_opf_t;
@@ -118,6 +122,7 @@ struct sock_common {
 
 struct sock {
 	struct sock_common __sk_common;
+	u16 sk_protocol;
 };
 
 struct sk_buff {
@@ -137,6 +142,32 @@ struct trace_event_raw_tcp_retransmit_skb {
 	__u8 daddr[4];
 	__u8 saddr_v6[16];
 	__u8 daddr_v6[16];
+};
+
+/* sock:inet_sock_set_state */
+struct trace_event_raw_inet_sock_set_state {
+	struct trace_entry ent;
+	const void *skaddr;
+	int oldstate;
+	int newstate;
+	__u16 sport;
+	__u16 dport;
+	__u16 family;
+	__u16 protocol;
+	__u8 saddr[4];
+	__u8 daddr[4];
+	__u8 saddr_v6[16];
+	__u8 daddr_v6[16];
+};
+
+/* sock:sock_send_length, sock:sock_recv_length */
+struct trace_event_raw_sock_msg_length {
+	struct trace_entry ent;
+	void *sk;
+	__u16 family;
+	__u16 protocol;
+	int ret;
+	int flags;
 };
 
 #pragma clang attribute pop
