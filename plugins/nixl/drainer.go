@@ -176,6 +176,13 @@ func (d *drainer) rescan() {
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) { // NIXL does not create it either: no agent yet
 				d.fail(collectorDiscovery, dir, fmt.Errorf("list telemetry directory %s: %w", dir, err))
+				// A listing that failed says nothing about the files:
+				// keep draining what is mapped.
+				for path := range d.readers {
+					if filepath.Dir(path) == dir {
+						seen[path] = true
+					}
+				}
 			}
 			continue
 		}

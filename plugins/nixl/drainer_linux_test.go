@@ -400,3 +400,43 @@ func TestDuplicateName(t *testing.T) {
 		`nixl_reader_errors_total{agent_name="rank",reason="duplicate_name"}`: 1,
 	})
 }
+
+// TestDiscovery: a directory that does not exist yet is no error (NIXL
+// does not create it); one that cannot be listed is a discovery error,
+// reported once per scrape and counted every time; files that are no
+// ring are refused once.
+func TestDiscovery(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "later")
+	notDir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notDir, []byte("x"), 0o644)
+	junkDir := t.TempDir()
+	os.WriteFile(filepath.Join(junkDir, "README"), []byte("not a ring\n"), 0o644)
+	os.Mkdir(filepath.Join(junkDir, "sub"), 0o755)
+	c := sdktest.Client(t, newPlugin(), sdktest.Options{Config: map[string]any{
+		"telemetry_dirs": []any{missing, notDir, junkDir},
+		// only the forced rescans (at start and per scrape), so the count is exact
+		"rescan_interval": "1h", "stale_after": "2h",
+	}})
+	res := sdktest.Collect(t, c, 0)
+	var collectors []string
+	for _, e := range res.Errors {
+		collectors = append(collectors, e.GetCollector()+": "+e.GetMessage())
+	}
+	if len(res.Errors) != 2 || !strings.Contains(strings.Join(collectors, "\n"), "list telemetry directory "+notDir) ||
+		!strings.Contains(strings.Join(collectors, "\n"), "shorter than the 40-byte header") {
+		t.Fatalf("errors:\n%s", strings.Join(collectors, "\n"))
+	}
+	got := samples(t, strings.NewReader(collectText(t, res)), "hostname")
+	wantValues(t, got, map[string]float64{
+		`nixl_collection_errors_total{collector="discovery"}`:                   2, // Configure's pass and the scrape's
+		`nixl_reader_errors_total{agent_name="README",reason="invalid_header"}`: 1,
+		`nixl_agents{}`: 0,
+	})
+	os.Mkdir(missing, 0o755)
+	newRingWriter(t, filepath.Join(missing, "late"), layoutV4, 8).write(event{evTxBytes, 3})
+	got = samples(t, strings.NewReader(collectText(t, sdktest.Collect(t, c, 0))), "hostname")
+	wantValues(t, got, map[string]float64{
+		`agent_tx_bytes_total{agent_name="late"}`:                               3,
+		`nixl_reader_errors_total{agent_name="README",reason="invalid_header"}`: 1,
+	})
+}

@@ -15,13 +15,15 @@ import (
 
 // Header field offsets. The header never changed across NIXL versions.
 const (
-	offWritePos  = 0  // u64, producer's next slot (masked)
-	offReadPos   = 8  // u64, consumer's next slot: the only field we write
-	offVersion   = 16 // i32, slot layout version; 0 = never initialised
-	offCapacity  = 24 // u64, slots, a power of two
-	offMask      = 32 // u64, capacity-1
-	headerSize   = 40
-	maxSlotBytes = 1 << 30 // no NIXL ring comes near 1 GiB of slots; refusing bigger bounds the mapping
+	offWritePos = 0  // u64, producer's next slot (masked)
+	offReadPos  = 8  // u64, consumer's next slot: the only field we write
+	offVersion  = 16 // i32, slot layout version; 0 = never initialised
+	offCapacity = 24 // u64, slots, a power of two
+	offMask     = 32 // u64, capacity-1
+	headerSize  = 40
+	// maxSlotBytes bounds what one drain may copy (the plugin's memory
+	// limit is 64 MiB): 1M events of 16 bytes, 256 times NIXL's default.
+	maxSlotBytes = 16 << 20
 )
 
 // header is the decoded fixed part of a ring file.
