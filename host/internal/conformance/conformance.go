@@ -17,22 +17,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/launch"
 	"github.com/plexporter/plexporter/host/internal/supervise"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
-	"github.com/plexporter/plexporter/sdk/transport"
 )
 
 // SandboxMode says whether the plugin runs in its manifest's sandbox.
@@ -328,84 +322,4 @@ func (c *checker) checkPlugin() {
 	c.prefixRule()
 	c.stopRule()
 	c.lifeline(main)
-}
-
-func (c *checker) describe(in *instance) bool {
-	began := time.Now()
-	info, err := in.client.Info(in.ctx, &pluginv1.InfoRequest{})
-	took := round(time.Since(began))
-	if err != nil {
-		c.fail("info", "after %v (start timeout %v): %v", took, c.s.StartTimeout, err)
-		return false
-	}
-	major, _, _ := strings.Cut(info.GetApiVersion(), ".")
-	if want, _, _ := strings.Cut(transport.APIVersion, "."); major != want {
-		c.fail("info", "api_version %q: the host speaks %s and accepts only major %s", info.GetApiVersion(), transport.APIVersion, want)
-		return false
-	}
-	c.info = info
-	c.pass("info", "in %v, api_version %s", took, info.GetApiVersion())
-	if info.GetName() == c.p.Name {
-		c.pass("info.name", "%q", info.GetName())
-	} else {
-		c.fail("info.name", "Info reports %q, the file is %s%s (the host only warns, but its logs and plexporter plugins then disagree)", info.GetName(), discover.Prefix, c.p.Name)
-	}
-	if v := strings.TrimSpace(info.GetVersion()); v != "" {
-		c.pass("info.version", "%q", info.GetVersion())
-	} else {
-		c.fail("info.version", "empty: plexporter_plugin_info{version} and plexporter plugins show nothing")
-	}
-	c.catalogue(info.GetMetrics())
-	return true
-}
-
-func (c *checker) configure(in *instance) bool {
-	from := "no config section"
-	if loc := c.s.ConfigLocation; c.s.Config != nil {
-		from = "the section " + loc.String()
-	}
-	began := time.Now()
-	resp, err := in.client.Configure(in.ctx, c.s.ConfigureRequest())
-	took := round(time.Since(began))
-	switch {
-	case status.Code(err) == codes.InvalidArgument:
-		c.fail("configure", "refused %s: %s", from, status.Convert(err).Message())
-		return false
-	case err != nil:
-		c.fail("configure", "with %s, after %v (start timeout %v): %v", from, took, c.s.StartTimeout, err)
-		return false
-	}
-	detail := fmt.Sprintf("%s, in %v", from, took)
-	if w := resp.GetWarnings(); len(w) > 0 {
-		detail += fmt.Sprintf("; %d warnings: %s", len(w), strings.Join(w, "; "))
-	}
-	c.pass("configure", "%s", detail)
-	return true
-}
-
-// malformed offers two configs the plugin cannot work with, each to a
-// process of its own (the host configures a process once).
-func (c *checker) malformed() {
-	fields := map[string]any{}
-	if c.s.Config != nil {
-		fields = c.s.Config.AsMap()
-	}
-	unknown := cloneMap(fields)
-	unknown["plexporter_check_unknown_key"] = true
-	c.refuses("configure.unknown-key", "an unknown key plexporter_check_unknown_key", unknown)
-
-	keys := slices.Sorted(maps.Keys(fields))
-	if len(keys) == 0 {
-		c.skip("configure.wrong-type", "no key of the plugin's config is known: give --config with a section for plugins.%s.config", c.p.Name)
-		return
-	}
-	key := keys[0]
-	wrong := cloneMap(fields)
-	var kind string
-	if _, isMap := fields[key].(map[string]any); isMap {
-		wrong[key], kind = 12345.0, "a number"
-	} else {
-		wrong[key], kind = map[string]any{"plexporter_check_wrong_type": true}, "a mapping"
-	}
-	c.refuses("configure.wrong-type", fmt.Sprintf("%s for %s (from --config)", kind, key), wrong)
 }

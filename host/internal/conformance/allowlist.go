@@ -1,0 +1,102 @@
+package conformance
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/plexporter/plexporter/sdk/metricfilter"
+)
+
+// allowlists configure a process each with an allowlist of one family the
+// plugin sent, and with one that matches nothing, and count the families
+// sent that the allowlist excludes.
+func (c *checker) allowlists() {
+	if c.base == nil || c.base.err != nil {
+		c.skip("allowlist.one", "the first Collect failed")
+		c.skip("allowlist.none", "the first Collect failed")
+		return
+	}
+	if len(c.base.merged.Families) == 0 {
+		why := "the plugin exposed no family unfiltered (" + c.base.summary(c.p.Name) + "): nothing to filter"
+		c.skip("allowlist.one", "%s", why)
+		c.skip("allowlist.none", "%s", why)
+		return
+	}
+	one := c.base.merged.Families[0].Name
+	c.allowlist("allowlist.one", []string{one})
+	c.allowlist("allowlist.none", []string{nothingMatches})
+}
+
+func (c *checker) allowlist(rule string, enabled []string) {
+	s := c.s
+	s.Enabled, s.Disabled = enabled, nil
+	in, err := c.configured(s)
+	if err != nil {
+		c.fail(rule, "with the allowlist %v: %v", enabled, err)
+		return
+	}
+	defer c.retire(in)
+	col := c.collect(in, s)
+	if col.err != nil {
+		c.fail(rule, "with the allowlist %v, Collect failed after %v: %v", enabled, round(col.took), col.err)
+		return
+	}
+	filter, err := metricfilter.New(enabled, nil)
+	if err != nil {
+		panic(err) // the runner's own patterns
+	}
+	var outside []string
+	for _, name := range slices.Sorted(maps.Keys(col.families)) {
+		if !filter.Allow(name) {
+			outside = append(outside, name)
+		}
+	}
+	if len(outside) > 0 {
+		c.fail(rule, "with the allowlist %v the plugin sent %d families, %d outside it: %s (read only the sources of enabled families; the host hides the rest, at the cost of reading them)", enabled, len(col.families), len(outside), strings.Join(outside, ", "))
+		return
+	}
+	c.pass(rule, "with the allowlist %v: %d families sent of %d unfiltered", enabled, len(col.families), len(c.base.families))
+}
+
+// checkPrefix is the metric_prefix the metric-prefix rule configures.
+const checkPrefix = "check_"
+
+// prefixRule configures a process with a metric_prefix (and no filter,
+// which would match the prefixed names) and looks for families sent
+// without it.
+func (c *checker) prefixRule() {
+	const rule = "metric-prefix"
+	if c.base == nil || c.base.err != nil {
+		c.skip(rule, "the first Collect failed")
+		return
+	}
+	if len(c.base.families) == 0 {
+		c.skip(rule, "the plugin sent no sample unprefixed (%s): nothing to compare", c.base.summary(c.p.Name))
+		return
+	}
+	s := c.s
+	s.MetricPrefix, s.Enabled, s.Disabled = checkPrefix, nil, nil
+	in, err := c.configured(s)
+	if err != nil {
+		c.fail(rule, "with metric_prefix %q: %v", checkPrefix, err)
+		return
+	}
+	defer c.retire(in)
+	col := c.collect(in, s)
+	if col.err != nil {
+		c.fail(rule, "with metric_prefix %q, Collect failed after %v: %v", checkPrefix, round(col.took), col.err)
+		return
+	}
+	var bare []string
+	for _, name := range slices.Sorted(maps.Keys(col.families)) {
+		if !strings.HasPrefix(name, checkPrefix) {
+			bare = append(bare, name)
+		}
+	}
+	if len(bare) > 0 {
+		c.fail(rule, "with metric_prefix %q, %d of %d families sent lack it: %s (plugins.<name>.metric_prefix is how an operator keeps two plugins' families apart)", checkPrefix, len(bare), len(col.families), strings.Join(bare, ", "))
+		return
+	}
+	c.pass(rule, "with metric_prefix %q: %d families, all prefixed", checkPrefix, len(col.families))
+}
