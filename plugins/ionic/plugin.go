@@ -109,6 +109,12 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if ids[in.ID] {
+			// Two entries would write the same series twice, which no
+			// exposition may hold: the first entry wins.
+			p.fail(w, collectorManifest, fmt.Errorf("%s: instance id %s is listed twice; the later entry is ignored", filepath.Join(p.runDir, manifestFile), in.ID))
+			continue
+		}
 		ids[in.ID] = true
 		file, hasFile := files[in.num]
 		hasFile = hasFile && in.isID
@@ -151,7 +157,10 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 func (p *plugin) readManifest(w *sdk.Writer) []instance {
 	path := filepath.Join(p.runDir, manifestFile)
 	var err error
-	for range 2 {
+	for attempt := range 2 {
+		if attempt > 0 {
+			time.Sleep(rereadDelay)
+		}
 		var data []byte
 		data, err = os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -165,7 +174,6 @@ func (p *plugin) readManifest(w *sdk.Writer) []instance {
 			return insts
 		}
 		err = fmt.Errorf("%s: %w", path, err)
-		time.Sleep(rereadDelay)
 	}
 	p.fail(w, collectorManifest, err)
 	return nil

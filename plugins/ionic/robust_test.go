@@ -95,6 +95,22 @@ func TestManifestOddEntries(t *testing.T) {
 	sdktest.Lacks(t, text, `ernic_commands_total{ernic_id="2"`, `ernic_vm_uptime_seconds{ernic_id="3"`)
 }
 
+// TestDuplicateIDs: a second entry with an id already listed would repeat
+// its series; it is skipped and reported, and the scrape succeeds.
+func TestDuplicateIDs(t *testing.T) {
+	p, opts, root := runDirPlugin(t, "testdata/ernic-run.ttar")
+	edit(t, root, "run/rocm-ernic/instances.json", []byte(`{"instances": [
+	  {"id": 1, "role": "manager", "pid": 2101, "mac": "a"},
+	  {"id": 1, "role": "worker", "pid": 2102, "mac": "b"}]}`))
+	text, res := collectText(t, p, opts)
+	if len(res.Errors) != 1 || res.Errors[0].GetCollector() != collectorManifest || !strings.Contains(res.Errors[0].GetMessage(), "listed twice") {
+		t.Errorf("errors %v, want one manifest error", res.Errors)
+	}
+	mustHave(t, text, "ernic_instances 2", `ernic_instance_up{ernic_id="1",role="manager",mac="a"} 1`,
+		`ernic_commands_total{ernic_id="1",role="manager"} 1290`)
+	sdktest.Lacks(t, text, `role="worker",mac="b"`)
+}
+
 // TestStatsFileNames: <stem>.stats with a stem that Python's int() reads;
 // the canonical name wins over another spelling of the same id; other
 // names are skipped.
