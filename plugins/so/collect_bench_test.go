@@ -45,7 +45,7 @@ func BenchmarkCollect100k(b *testing.B) {
 	run := func(b *testing.B, collect func(*sdk.Writer)) {
 		b.ReportAllocs()
 		for b.Loop() {
-			w := sdk.NewWriter(filter, "", send)
+			w := sdktest.NewWriter(filter, "", send)
 			collect(w)
 			if err := w.Flush(); err != nil {
 				b.Fatal(err)

@@ -294,3 +294,30 @@ func TestBadCollectorsCostTheirInstanceOnly(t *testing.T) {
 		}
 	}
 }
+
+// plexporter plugin check, the conformance runner a vendor's CI uses,
+// passes plexporter-so with the example C collector, in the instance's
+// sandbox when run as root.
+func TestConformanceWithTheExampleCollector(t *testing.T) {
+	st := newSOTree(t)
+	lib := buildSO(t, st.lib, "libplexporter_loadavg.so", []string{"../../sdk/cabi/examples/loadavg.c"})
+	link := filepath.Join(st.plugins, "plexporter-so-loadavg")
+	if err := os.Symlink("plexporter-so", link); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, link+".yaml", fmt.Sprintf("paths:\n  read_only: [%q, \"{procfs}/loadavg\"]\nlimits: {memory: 64MiB, nofile: 16}\n", st.lib))
+	cfg := filepath.Join(st.root, "plexporter.yml")
+	writeFile(t, cfg, fmt.Sprintf("plugins:\n  so-loadavg:\n    config: {library: %q, collector: {path: /proc/loadavg}}\n", lib))
+	out, err := exec.Command(st.host, "plugin", "check", "--config.file="+cfg, link).CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	verdict := lines[len(lines)-1]
+	if err != nil || !strings.Contains(verdict, "conforms") {
+		t.Fatalf("plexporter plugin check %s: %v\n%s", link, err, out)
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "FAIL") {
+			t.Errorf("%s", l)
+		}
+	}
+	t.Log(verdict)
+}
