@@ -153,12 +153,15 @@ PLEXPORTER_COLLECTOR_EXPORT void plexporter_collector_free(void *p);
 
 /* --- Helpers --------------------------------------------------------------- */
 
-/* Whether a collect's deadline has passed. */
+/* Whether a collect's deadline has passed. It needs POSIX clocks: under a
+ * strict -std=c99 define _POSIX_C_SOURCE=200809L (gnu99 and later have them). */
+#ifdef CLOCK_MONOTONIC
 static inline int plexporter_deadline_passed(int64_t deadline_ns) {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec >= deadline_ns;
 }
+#endif
 
 #ifdef __cplusplus
 }
