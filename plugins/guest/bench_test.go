@@ -118,7 +118,7 @@ func bigPlugin(t testing.TB) *plugin {
 // scrapeOnce is one whole Collect into batches (no gRPC), with the number
 // of samples and partial errors it wrote.
 func scrapeOnce(t testing.TB, p *plugin) (samples, errs int) {
-	w := sdk.NewWriter(nil, "", func(r *pluginv1.CollectResponse) error {
+	w := sdktest.NewWriter(nil, "", func(r *pluginv1.CollectResponse) error {
 		for _, f := range r.GetBatch().GetFamilies() {
 			samples += len(f.Values)
 		}

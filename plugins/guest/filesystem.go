@@ -35,16 +35,17 @@ type mount struct {
 	path                       string // mountPoint under the host's root filesystem
 }
 
-// selectMounts reads <procfs>/self/mountinfo and returns the mounts of the
-// wanted types that exclude does not match, the first mount point of each
-// filesystem only: a bind mount or a second mount of the same NFS export
-// shares the superblock (st_dev), so statfs would repeat the same numbers
-// under another name.
-func selectMounts(pfs procfs.FS, rootfs string, types []string, exclude *regexp.Regexp) ([]mount, error) {
-	infos, err := pfs.GetMounts()
-	if err != nil {
-		return nil, err
-	}
+// mountsFunc reads the mount table: <procfs>/self/mountinfo (procfs's
+// GetMounts); the demo build replays a capture.
+type mountsFunc func(procfs.FS) ([]*procfs.MountInfo, error)
+
+func readMountinfo(pfs procfs.FS) ([]*procfs.MountInfo, error) { return pfs.GetMounts() }
+
+// selectMounts returns the mounts of the wanted types that exclude does not
+// match, the first mount point of each filesystem only: a bind mount or a
+// second mount of the same NFS export shares the superblock (st_dev), so
+// statfs would repeat the same numbers under another name.
+func selectMounts(infos []*procfs.MountInfo, rootfs string, types []string, exclude *regexp.Regexp) []mount {
 	seen := map[string]bool{}
 	var out []mount
 	for _, mi := range infos {
@@ -63,7 +64,7 @@ func selectMounts(pfs procfs.FS, rootfs string, types []string, exclude *regexp.
 			path:       filepath.Join(rootfs, mp),
 		})
 	}
-	return out, nil
+	return out
 }
 
 // unescapeMountinfo undoes the kernel's octal escapes of space, tab,

@@ -1,3 +1,5 @@
+//go:build !demo
+
 // Command plexporter-guest is the plexporter plugin for a cloud VM's view of
 // its own health, what the hypervisor's metrics cannot see: CPU steal and
 // run queue (<procfs>/stat), pressure stall information (<procfs>/pressure),

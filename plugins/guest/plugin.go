@@ -21,8 +21,9 @@ const statfsReserve = 100 * time.Millisecond
 // scrape, statfs on the mounts bounded by the scrape's deadline, and the
 // soft lockups a background tailer of the kernel log has counted.
 type plugin struct {
-	log      warner
-	openKmsg func(path string) (io.ReadCloser, error)
+	log        warner
+	openKmsg   func(path string) (io.ReadCloser, error)
+	readMounts mountsFunc
 	// kernelOnly counts only records the kernel wrote. The test that
 	// writes a synthetic report to the real /dev/kmsg turns it off: the
 	// kernel stamps whatever userspace writes with a user facility.
@@ -84,6 +85,7 @@ func newPlugin() *plugin {
 	return &plugin{
 		log:        sdk.Logger(),
 		openKmsg:   openKmsg,
+		readMounts: readMountinfo,
 		kernelOnly: true,
 		statfs:     newStatfsRunner(statfs, time.Now),
 	}
@@ -213,11 +215,12 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 // collectFilesystems statfs's the selected mounts, never past the scrape's
 // deadline (less statfsReserve) nor statfs_timeout.
 func (p *plugin) collectFilesystems(ctx context.Context, w *sdk.Writer, src sources, rootfs string, c config, fail failFunc) {
-	mounts, err := selectMounts(src.proc, rootfs, c.FilesystemTypes, c.excludeRE)
+	infos, err := p.readMounts(src.proc)
 	if err != nil {
 		fail(collectorFilesystem, err)
 		return
 	}
+	mounts := selectMounts(infos, rootfs, c.FilesystemTypes, c.excludeRE)
 	deadline := time.Now().Add(c.StatfsTimeout.Duration)
 	if d, ok := ctx.Deadline(); ok && d.Add(-statfsReserve).Before(deadline) {
 		deadline = d.Add(-statfsReserve)

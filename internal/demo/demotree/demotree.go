@@ -1,7 +1,8 @@
 // Package demotree builds one node's file systems from the shipped
 // plugins' fixtures: a sysfs with the RDMA devices, netdevs and NVMe
 // controllers of the rdma, ethtool and nvme fixtures, and a procfs with
-// the NFS mounts and socket tables of the nfs fixtures. `make demo` serves
+// the NFS mounts and socket tables of the nfs fixtures and the guest's
+// CPU, pressure, memory and disk files. `make demo` serves
 // every shipped plugin over it; the host's tests run the plugins over it at
 // arbitrary roots.
 package demotree
@@ -25,6 +26,13 @@ var SysfsArchives = []string{
 	"plugins/rdma/testdata/sysfs.ttar",
 	"plugins/ethtool/testdata/sysfs.ttar",
 	"plugins/nvme/testdata/sysfs.ttar",
+}
+
+// NodeArchives are fixtures of both trees, their proc/ merged into the
+// tree's proc/ and their sys/ into its sys/: the guest's stat, pressure,
+// meminfo, diskstats and whole disks (sys/block).
+var NodeArchives = []string{
+	"plugins/guest/testdata/demo.ttar",
 }
 
 // ProcPID is the process whose directory holds the NFS captures; proc/self
@@ -85,6 +93,17 @@ func Build(repo, dst string) (Tree, error) {
 		}
 		if err := merge(filepath.Join(one, "sys"), t.Sysfs); err != nil {
 			return t, fmt.Errorf("merging %s: %w", a, err)
+		}
+	}
+	for i, a := range NodeArchives {
+		one := filepath.Join(staging, fmt.Sprint("node", i))
+		if err := fixture.Unpack(filepath.Join(repo, a), one); err != nil {
+			return t, err
+		}
+		for _, tree := range []struct{ from, to string }{{"sys", t.Sysfs}, {"proc", t.Procfs}} {
+			if err := merge(filepath.Join(one, tree.from), tree.to); err != nil {
+				return t, fmt.Errorf("merging %s: %w", a, err)
+			}
 		}
 	}
 	pid := filepath.Join(t.Procfs, ProcPID)
