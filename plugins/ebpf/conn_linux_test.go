@@ -4,7 +4,10 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
 // echoServer accepts on 127.0.0.1 and answers each connection's request
@@ -100,4 +103,37 @@ func TestConnectionsTracepoint(t *testing.T) {
 	requireRoot(t)
 	requireTracefs(t)
 	testConnections(t, attachTracepoint)
+}
+
+// TestExpositionIsClean runs every group's output, with data in each, past
+// promtool check metrics and promlint.
+func TestExpositionIsClean(t *testing.T) {
+	requireRoot(t)
+	_, path := loopDevice(t)
+	port := echoServer(t, 10, 10)
+	_, c := start(t, map[string]any{
+		"nfs_servers":            []any{"127.0.0.1"},
+		"object_store_endpoints": []any{"127.0.0.1"},
+		"object_store_ports":     []any{float64(port)},
+	})
+	directIO(t, path, 3, 3)
+	conn, err := net.Dial("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Write(make([]byte, 10))
+	io.ReadFull(conn, make([]byte, 10))
+	conn.Close()
+	s := collect(t, c)
+	for _, family := range []string{"disk_write_latency_seconds_count", "object_store_connections_total", "nfs_tcp_retransmits_total", "ebpf_program_loaded"} {
+		if !strings.Contains(s.text, family) {
+			t.Fatalf("no %s in:\n%s", family, s.text)
+		}
+	}
+	if w := sdktest.Promtool(t, s.text); w != "" {
+		t.Errorf("promtool check metrics:\n%s", w)
+	}
+	for _, p := range sdktest.Lint(t, s.text) {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
 }

@@ -26,6 +26,12 @@ type variant struct {
 	hooks  []hook
 }
 
+// probeSpec is a program group's object and its variants by attach mode.
+type probeSpec struct {
+	spec     *ebpf.CollectionSpec
+	variants map[string]variant
+}
+
 // A probe is a loaded and attached variant: its collection (programs and
 // maps) and its links.
 type probe struct {
