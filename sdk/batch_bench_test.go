@@ -9,6 +9,7 @@ import (
 	"github.com/plexporter/plexporter/internal/batch/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
 // Micro-benchmarks of the plugin side of a collect (batch build with the
@@ -81,7 +82,7 @@ func BenchmarkBatchBuild(b *testing.B) {
 			mix := benchMix(n)
 			b.ReportAllocs()
 			for b.Loop() {
-				w := sdk.NewWriter(nil, "", func(*pluginv1.CollectResponse) error { return nil })
+				w := sdktest.NewWriter(nil, "", func(*pluginv1.CollectResponse) error { return nil })
 				writeMix(w, mix)
 				if err := w.Flush(); err != nil {
 					b.Fatal(err)

@@ -9,9 +9,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/plexporter/plexporter/internal/sdkhook"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
-	"github.com/plexporter/plexporter/sdk/internal/plumbing"
 )
 
 // configurable warns or fails at Configure as told.
@@ -31,7 +31,7 @@ func (c *configurable) Collect(context.Context, *sdk.Writer) error { return nil 
 
 func TestConfigureWarningsReachTheHost(t *testing.T) {
 	p := &configurable{warn: []string{"exclude_devices: mlx5_9 does not exist", "qp_counters is deprecated"}}
-	srv := plumbing.NewServer(p, nil)
+	srv := sdkhook.NewServer(p, nil)
 	for range 2 { // each Configure answers its own warnings
 		resp, err := srv.Configure(context.Background(), &pluginv1.ConfigureRequest{})
 		if err != nil || !slices.Equal(resp.GetWarnings(), p.warn) {
@@ -45,7 +45,7 @@ func TestConfigureWarningsReachTheHost(t *testing.T) {
 // A rejection reaches the host as INVALID_ARGUMENT carrying the plugin's
 // message as it wrote it: the host shows that text to the operator.
 func TestConfigureRejectionKeepsThePluginsMessage(t *testing.T) {
-	srv := plumbing.NewServer(&configurable{fail: errors.New(`device "mlx5_9": no such device`)}, nil)
+	srv := sdkhook.NewServer(&configurable{fail: errors.New(`device "mlx5_9": no such device`)}, nil)
 	_, err := srv.Configure(context.Background(), &pluginv1.ConfigureRequest{})
 	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != `device "mlx5_9": no such device` {
 		t.Fatalf("status %v %q", st.Code(), st.Message())

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/plexporter/plexporter/internal/sdkhook"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
-	"github.com/plexporter/plexporter/sdk/internal/plumbing"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
@@ -39,16 +39,19 @@ type server struct {
 }
 
 func init() {
-	plumbing.NewServer = func(p any, log *slog.Logger) pluginv1.PluginServiceServer { return newServer(p.(Plugin), log) }
-	plumbing.WithConfigSection = func(cfg any, raw *structpb.Struct) any {
+	sdkhook.NewServer = func(p any, log *slog.Logger) pluginv1.PluginServiceServer { return newServer(p.(Plugin), log) }
+	sdkhook.WithConfigSection = func(cfg any, raw *structpb.Struct) any {
 		c := cfg.(Config)
 		c.raw = raw
 		return c
 	}
+	sdkhook.SetNewWriter(func(filter *metricfilter.Filter, prefix string, send func(*pluginv1.CollectResponse) error) *Writer {
+		return newWriter(filter, prefix, 0, send)
+	})
 }
 
 // newServer wraps a Plugin as the PluginService that Serve registers and
-// sdktest connects to (through plumbing.NewServer).
+// sdktest connects to (through sdkhook.NewServer).
 func newServer(p Plugin, log *slog.Logger) pluginv1.PluginServiceServer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -52,16 +52,9 @@ type Writer struct {
 	spare   []*pluginv1.FamilyChunk
 }
 
-// NewWriter returns a Writer that hands each full batch (and the errors
-// recorded so far) to send. A plugin never needs it: Serve makes the Writer
-// each Collect gets. Hosts and benchmarks use it to build batches in
-// process; call Flush at the end.
-func NewWriter(filter *metricfilter.Filter, prefix string, send func(*pluginv1.CollectResponse) error) *Writer {
-	return newWriter(filter, prefix, 0, send)
-}
-
 // Flush sends what is buffered and returns the first send error, for a
-// Writer from NewWriter (Serve flushes the Writer it gave Collect itself).
+// Writer a benchmark made with sdktest.NewWriter (Serve flushes the Writer
+// it gave Collect itself).
 func (w *Writer) Flush() error {
 	w.flush()
 	return w.sendErr

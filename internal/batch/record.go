@@ -9,7 +9,7 @@ import (
 // benchmarks):
 //
 //	var rec batch.Recorder
-//	w := sdk.NewWriter(filter, "", rec.Send)
+//	w := sdkhook.NewWriter[*sdk.Writer](filter, "", rec.Send)
 //	... write samples ...
 //	err := w.Flush()
 //	use(rec.Batches)
@@ -22,9 +22,9 @@ type Recorder struct {
 	Errors  []*pluginv1.CollectError
 }
 
-// Send records one response; it is the send function for sdk.NewWriter and
-// never fails. The batches it keeps must not be reused by the sender, which
-// sdk.NewWriter's writers do not do.
+// Send records one response; it is the send function for such a Writer
+// and never fails. The batches it keeps must not be reused by the sender,
+// which those writers do not do (only Serve's recycles its batches).
 func (r *Recorder) Send(resp *pluginv1.CollectResponse) error {
 	if b := resp.GetBatch(); b != nil {
 		r.Batches = append(r.Batches, b)

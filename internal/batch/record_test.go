@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/sdkhook"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -15,7 +16,7 @@ func TestRecorder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec batch.Recorder
-	w := sdk.NewWriter(filter, "", rec.Send)
+	w := sdkhook.NewWriter[*sdk.Writer](filter, "", rec.Send)
 	for i := range sdk.DefaultBatchSamples + 1 {
 		w.Gauge(gaugeDesc, float64(i), "d", "s"+string(rune('a'+i%26)))
 	}

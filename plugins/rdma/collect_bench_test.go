@@ -33,7 +33,7 @@ func BenchmarkCollectSysfs(b *testing.B) {
 	cpu0 := cpuTime()
 	for b.Loop() {
 		samples = 0
-		w := sdk.NewWriter(nil, "", func(r *pluginv1.CollectResponse) error {
+		w := sdktest.NewWriter(nil, "", func(r *pluginv1.CollectResponse) error {
 			for _, f := range r.GetBatch().GetFamilies() {
 				samples += len(f.Values)
 			}

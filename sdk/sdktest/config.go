@@ -6,8 +6,8 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/plexporter/plexporter/internal/sdkhook"
 	"github.com/plexporter/plexporter/sdk"
-	"github.com/plexporter/plexporter/sdk/internal/plumbing"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
@@ -34,7 +34,7 @@ func Config(t testing.TB, raw map[string]any, paths sdk.Paths) sdk.Config {
 	if paths.Rootfs == "" {
 		paths.Rootfs = "/"
 	}
-	return plumbing.WithConfigSection(sdk.Config{Filter: f, Paths: paths}, s).(sdk.Config)
+	return sdkhook.WithConfigSection(sdk.Config{Filter: f, Paths: paths}, s).(sdk.Config)
 }
 
 // Configure calls p's Configure as the host would, with Config(t, raw,

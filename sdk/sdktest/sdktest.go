@@ -56,9 +56,9 @@ import (
 
 	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/sdkhook"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
-	"github.com/plexporter/plexporter/sdk/internal/plumbing"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
 
@@ -134,7 +134,7 @@ type Conn struct {
 // closes with the test.
 func Client(t testing.TB, p sdk.Plugin, opts Options) *Conn {
 	t.Helper()
-	c := &Conn{PluginServiceClient: connect(t, plumbing.NewServer(p, sdk.Logger())), opts: opts}
+	c := &Conn{PluginServiceClient: connect(t, sdkhook.NewServer(p, sdk.Logger())), opts: opts}
 	cfg, err := structpb.NewStruct(opts.Config)
 	if err != nil {
 		t.Fatalf("plugin config: %v", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/supervise"
 	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/sdkhook"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -239,7 +240,7 @@ const healthPrefix = "plexporter_"
 // plugin samples, with filter.
 func (s *Scraper) guardHost(mfs []*dto.MetricFamily, filter *metricfilter.Filter) []*merge.Family {
 	var rec batch.Recorder
-	w := sdk.NewWriter(nil, "", rec.Send)
+	w := sdkhook.NewWriter[*sdk.Writer](nil, "", rec.Send)
 	w.WriteFamilies(mfs)
 	_ = w.Flush()
 	opts := s.opts

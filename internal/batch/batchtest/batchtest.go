@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/sdkhook"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 )
@@ -17,7 +18,7 @@ import (
 // for those, or for a filter or prefix.
 func Record(fn func(w *sdk.Writer)) []*pluginv1.Batch {
 	var rec batch.Recorder
-	w := sdk.NewWriter(nil, "", rec.Send)
+	w := sdkhook.NewWriter[*sdk.Writer](nil, "", rec.Send)
 	fn(w)
 	if err := w.Flush(); err != nil {
 		panic(err) // Recorder.Send never fails

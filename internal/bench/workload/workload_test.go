@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/sdkhook"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -61,7 +62,7 @@ func planFamilies(t *testing.T, filter *metricfilter.Filter, n, shards int) []*d
 	t.Helper()
 	var rec batch.Recorder
 	for shard := range shards {
-		w := sdk.NewWriter(filter, "", rec.Send)
+		w := sdkhook.NewWriter[*sdk.Writer](filter, "", rec.Send)
 		NewPlan(n, shard, shards).Write(w)
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
