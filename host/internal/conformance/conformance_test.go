@@ -2,7 +2,9 @@ package conformance
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -55,29 +57,60 @@ func TestMain(m *testing.M) {
 	if err := os.Mkdir(runtimeRoot, 0o755); err != nil {
 		panic(err)
 	}
-	misfitBin = filepath.Join(dir, "misfit")
-	build := func(out, pkg string) {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			panic("build " + pkg + ": " + err.Error())
-		}
+	if err := buildPlugins(binDir, nil, append([]string{"internal/testplugins/misfit"}, shipped...)...); err != nil {
+		panic(err)
 	}
-	build(misfitBin, "../../../internal/testplugins/misfit")
-	for _, p := range shipped {
-		build(filepath.Join(binDir, "plexporter-"+p), "../../../plugins/"+p)
-		manifest, err := os.ReadFile(filepath.Join("../../../plugins", p, "plexporter-"+p+".yaml"))
-		if err != nil {
-			panic(err)
-		}
-		if err := os.WriteFile(filepath.Join(binDir, "plexporter-"+p+".yaml"), manifest, 0o644); err != nil {
-			panic(err)
-		}
+	// The misfit is installed under many names, per test; not beside the
+	// shipped plugins.
+	misfitBin = filepath.Join(dir, "misfit")
+	if err := os.Rename(filepath.Join(binDir, "plexporter-misfit"), misfitBin); err != nil {
+		panic(err)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// buildPlugins builds the plugins at the module-relative package paths
+// pkgs (plugins/<name> may be given as <name>) into dir in one go build, as
+// plexporter-<base name>, each with its manifest if it has one.
+func buildPlugins(dir string, tags []string, pkgs ...string) error {
+	args := []string{"build", "-o", dir + "/"}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	for _, p := range pkgs {
+		if !strings.Contains(p, "/") {
+			p = "plugins/" + p
+		}
+		args = append(args, "../../../"+p)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	for _, p := range pkgs {
+		name := filepath.Base(p)
+		bin := filepath.Join(dir, "plexporter-"+name)
+		if err := os.Rename(filepath.Join(dir, name), bin); err != nil {
+			return err
+		}
+		manifest, err := os.ReadFile(filepath.Join("../../../plugins", name, "plexporter-"+name+".yaml"))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = os.WriteFile(bin+".yaml", manifest, 0o644)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // check runs the runner on binary as `plexporter plugin check` would, with

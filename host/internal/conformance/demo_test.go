@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -34,22 +33,13 @@ func TestShippedPluginsConformWithData(t *testing.T) {
 	if err := os.WriteFile(config, []byte(demotree.Config), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := buildPlugins(dir, []string{"demo"}, shipped...); err != nil {
+		t.Fatal(err)
+	}
 	dataRules := []string{"collect.guard", "collect.duplicates", "collect.catalogue", "allowlist.one", "allowlist.none", "metric-prefix"}
 	for _, p := range shipped {
 		t.Run(p, func(t *testing.T) {
 			binary := filepath.Join(dir, "plexporter-"+p)
-			cmd := exec.Command("go", "build", "-tags", "demo", "-o", binary, "../../../plugins/"+p)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("build the demo %s: %v\n%s", p, err, out)
-			}
-			manifest, err := os.ReadFile(filepath.Join("../../../plugins", p, "plexporter-"+p+".yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(binary+".yaml", manifest, 0o644); err != nil {
-				t.Fatal(err)
-			}
 			rep := check(t, binary, config, SandboxAuto, func(s *supervise.Settings) {
 				s.Paths = &pluginv1.Paths{Sysfs: tree.Sysfs, Procfs: tree.Procfs, Rootfs: "/"}
 			})
