@@ -88,7 +88,7 @@ static int so_call_collect(void *f, uintptr_t ctx, int64_t deadline) {
 	return ((so_collect_fn)f)(&so_emitter, (void *)ctx, deadline);
 }
 
-// The label values of a family, or NULL when it has none.
+// Label name i of a family, or NULL when the family has no array of them.
 static const char *so_label(const struct plexporter_family *f, uint32_t i) {
 	return f->label_names ? f->label_names[i] : NULL;
 }
@@ -128,6 +128,7 @@ func openLibrary(path string) (library, error) {
 	var err error
 	l.do(func() { err = l.load() })
 	if err != nil {
+		close(l.calls) // the thread returns from its callback and exits
 		return nil, err
 	}
 	return l, nil
@@ -140,7 +141,7 @@ func (l *dlLibrary) do(f func()) {
 	<-done
 }
 
-func (l *dlLibrary) load() error {
+func (l *dlLibrary) load() (err error) {
 	cpath := C.CString(l.path)
 	defer C.free(unsafe.Pointer(cpath))
 	// RTLD_NOW: an unresolved symbol fails here, with the loader's
@@ -153,6 +154,11 @@ func (l *dlLibrary) load() error {
 		}
 		return fmt.Errorf("dlopen: %s", msg)
 	}
+	defer func() {
+		if err != nil {
+			C.dlclose(h) // not a collector this process can use
+		}
+	}()
 	for _, s := range []struct {
 		name string
 		to   *unsafe.Pointer
