@@ -37,12 +37,17 @@ func (c *checker) refuses(rule, what string, cfg map[string]any) {
 	_, err = in.client.Configure(in.ctx, s.ConfigureRequest())
 	code, msg := status.Code(err), status.Convert(err).Message()
 	// A crash shows as a broken connection, or as an answer just before
-	// the process dies: give it a moment to.
+	// the process dies: give it a moment to, a longer one when the
+	// connection broke (a loaded machine may take that long to reap it).
+	wait := 100 * time.Millisecond
+	if code == codes.Unavailable || code == codes.Canceled {
+		wait = 2 * time.Second
+	}
 	exited := false
 	select {
 	case <-in.proc.Exited():
 		exited = true
-	case <-time.After(100 * time.Millisecond):
+	case <-time.After(wait):
 	}
 	switch {
 	case exited:
