@@ -20,6 +20,8 @@ type plugin struct {
 
 func newPlugin() *plugin { return &plugin{} }
 
+var _ sdk.Closer = (*plugin)(nil)
+
 func (p *plugin) Info() sdk.Info {
 	return sdk.Info{
 		Name:    "nixl",
@@ -51,7 +53,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 			cfg.Warn("telemetry_dirs: %s is not a directory yet (NIXL does not create it); agents appear once it exists and NIXL_TELEMETRY_DIR points there", dir)
 		}
 	}
-	p.Close() // a second Configure replaces the previous drainer
+	_ = p.Close() // a second Configure replaces the previous drainer
 	d := newDrainer(c, cfg.Paths.Procfs)
 	p.mu.Lock()
 	p.drainer, p.hostname, p.bounds = d, host, c.HistogramBucketsUS.bounds
@@ -60,9 +62,9 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	return nil
 }
 
-// Close stops the drainer and unmaps the rings. Serve calls it when the
-// host stops the plugin; tests and a re-Configure do too.
-func (p *plugin) Close() {
+// Close stops the drainer and unmaps the rings (sdk.Closer). Serve calls
+// it when the host stops the plugin; tests and a re-Configure do too.
+func (p *plugin) Close() error {
 	p.mu.Lock()
 	d := p.drainer
 	p.drainer = nil
@@ -70,6 +72,7 @@ func (p *plugin) Close() {
 	if d != nil {
 		d.close()
 	}
+	return nil
 }
 
 func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
