@@ -39,6 +39,7 @@ import (
 const (
 	faultNone        = ""
 	faultNoCookie    = "nocookie"    // handshake.cookie: exits 0 without the cookie
+	faultBadProto    = "badproto"    // handshake: offers application protocol 2 only
 	faultBadName     = "badname"     // info.name: reports another name
 	faultNoVersion   = "noversion"   // info.version: reports no version
 	faultBadCatalog  = "badcatalog"  // info.catalogue: lists an invalid family name
@@ -244,6 +245,16 @@ func main() {
 	fault := strings.TrimPrefix(strings.TrimPrefix(name, "misfit"), "-")
 	if fault == faultNoCookie && os.Getenv(transport.Handshake.MagicCookieKey) == "" {
 		os.Exit(0) // silently, and "successfully"
+	}
+	if fault == faultBadProto {
+		if os.Getenv(transport.Handshake.MagicCookieKey) != transport.Handshake.MagicCookieValue {
+			fmt.Fprintln(os.Stderr, "misfit: not started by plexporter")
+			os.Exit(1)
+		}
+		// A plugin of a protocol the host does not speak: go-plugin's
+		// server would write its lowest version, so does this one.
+		fmt.Printf("%d|%d|unix|%s|grpc|\n", plugin.CoreProtocolVersion, transport.ProtocolVersion+1, filepath.Join(os.Getenv("PLUGIN_UNIX_SOCKET_DIR"), "plugin.sock"))
+		select {}
 	}
 	if fault != faultNoLifeline {
 		watchLifeline()
