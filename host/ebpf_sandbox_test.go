@@ -21,7 +21,7 @@ func TestEBPFPluginSandboxed(t *testing.T) {
 	copyFile(t, filepath.Join(binDir, "shipped", "plexporter-ebpf"), filepath.Join(st.plugins, "plexporter-ebpf"), 0o755)
 	copyFile(t, filepath.Join("..", "plugins", "ebpf", "plexporter-ebpf.yaml"), filepath.Join(st.plugins, "plexporter-ebpf.yaml"), 0o644)
 	dev := sandboxLoopDevice(t)
-	h := startSandboxHost(t, st, "  ebpf: {config: {nfs_servers: [192.0.2.1]}}\n")
+	h := startSandboxHost(t, st, "  ebpf: {config: {nfs_servers: [192.0.2.1], object_store_endpoints: [192.0.2.10]}}\n")
 	text, before := h.scrape("")
 	if value(before, "plexporter_plugin_sandboxed", "plugin", "ebpf") != 1 || value(before, "plexporter_plugin_up", "plugin", "ebpf") != 1 {
 		t.Fatalf("ebpf not up and sandboxed:\n%s", text)

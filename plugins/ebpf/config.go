@@ -71,8 +71,15 @@ func defaultConfig() config {
 
 func (c *config) diskEnabled() bool { return c.Disk == nil || *c.Disk }
 func (c *config) tcpEnabled() bool  { return c.TCPRetransmits == nil || *c.TCPRetransmits }
+
+// connEnabled: the connection programs run on every socket send and
+// receive of the node, so by default only when there is an endpoint to
+// watch.
 func (c *config) connEnabled() bool {
-	return c.ObjectStoreConnections == nil || *c.ObjectStoreConnections
+	if c.ObjectStoreConnections != nil {
+		return *c.ObjectStoreConnections
+	}
+	return len(c.ObjectStoreEndpoints) > 0
 }
 
 // attachModes are the modes tried for every program, in order.

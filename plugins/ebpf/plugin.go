@@ -88,6 +88,7 @@ func (p *plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 	p.conns = newConnTotals()
 	p.watch = newWatchState()
 	p.programs = nil
+	p.pending = nil
 
 	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK; later ones
 	// to the cgroup, and this is a no-op.
@@ -106,7 +107,9 @@ func (p *plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 			return &probeSpec{s, tcpVariants}, err
 		})
 	}
-	if c.connEnabled() {
+	if !c.connEnabled() {
+		p.logf("ebpf programs not loaded", "group", "object_store_connections", "reason", "no object_store_endpoints to watch (object_store_connections: true loads them anyway)")
+	} else {
 		p.conn = p.loadGroup("object_store_connections", collectorConnections, func() (*probeSpec, error) {
 			s, err := connSpec(c.connBounds)
 			return &probeSpec{s, connVariants}, err
