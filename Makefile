@@ -24,7 +24,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Revision=$(REVISION) \
             -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build collectors run demo test unit lint cross conformance proto proto-check tools bench clean package image-rootfs python-example python-stubs python-stubs-check
+.PHONY: all build collectors run demo test unit lint cross conformance proto proto-check tools bench clean package image-rootfs python-example python-stubs python-stubs-check ebpf-generate-check
 
 all: build
 
@@ -138,6 +138,13 @@ bench: build
 	$(GO) build -o $(BIN)/bench/plexporter-chaos ./internal/testplugins/chaos
 	$(GO) build -o $(BIN)/bench/plexporter-bench ./internal/bench/benchplugin
 	$(GO) run ./internal/bench -bin $(BIN) $(BENCH_FLAGS)
+
+## ebpf-generate-check: compile plugins/ebpf's BPF programs again with the
+##              pinned clang (plugins/ebpf/bpf/CLANG_VERSION) and fail if the
+##              committed *_bpfel.{go,o} differ. A developer check, not part of
+##              test: CI builds from the committed objects, without clang
+ebpf-generate-check:
+	bash plugins/ebpf/bpf/generate-check.sh
 
 ## proto: regenerate the committed Go code from proto/
 proto: tools
