@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -24,6 +25,9 @@ type plugin struct {
 	log        warner
 	openKmsg   func(path string) (io.ReadCloser, error)
 	readMounts mountsFunc
+	// probeTransport is the HTTPS probes' round tripper (nil: the
+	// default one); tests trust their server's certificate with it.
+	probeTransport http.RoundTripper
 	// kernelOnly counts only records the kernel wrote. The test that
 	// writes a synthetic report to the real /dev/kmsg turns it off: the
 	// kernel stamps whatever userspace writes with a user facility.
@@ -40,6 +44,7 @@ type plugin struct {
 	kmsgOn  bool
 	tailer  *kmsgTailer // nil when kmsg is off or could not be opened
 	openErr error       // why the tailer could not start, until reported
+	prober  *prober     // nil when no probe is configured
 }
 
 // warner is the part of the SDK's logger the plugin uses (whichever logger
@@ -128,6 +133,15 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 		p.tailer = nil
 	}
 	p.openErr = nil
+	if p.prober != nil {
+		p.prober.stop()
+		p.prober = nil
+	}
+	if c.probesEnabled() && anyEnabled(cfg, probeDescs...) {
+		p.prober = newProber(c.ProbeInterval.Duration, c.ProbeTimeout.Duration, p.probeTargets(c, cfg.Paths),
+			p.log, func() { p.errs.add(collectorProbe) })
+		p.prober.start()
+	}
 	if kmsgOn && p.tailer == nil {
 		r, err := p.openKmsg(c.KmsgPath)
 		if err != nil {
@@ -156,8 +170,9 @@ func anyEnabled(cfg sdk.Config, ds ...*sdk.Desc) bool {
 	return false
 }
 
-// Close stops the kernel-log tailer (sdk.Closer). A statfs still blocked
-// cannot be stopped; its goroutine ends when the call returns.
+// Close stops the kernel-log tailer and the prober (sdk.Closer). A statfs
+// still blocked cannot be stopped; its goroutine ends when the call
+// returns.
 func (p *plugin) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -165,21 +180,75 @@ func (p *plugin) Close() error {
 		p.tailer.stop()
 		p.tailer = nil
 	}
+	if p.prober != nil {
+		p.prober.stop()
+		p.prober = nil
+	}
 	return nil
+}
+
+// probeTargets returns what a probe round probes: the configured ICMP
+// targets and HTTPS endpoints, and the NFS servers of the mount table as it
+// is at the round (a volume mounted later is probed from then on).
+func (p *plugin) probeTargets(c config, paths sdk.Paths) func() ([]probeTarget, error) {
+	client := newProbeClient(p.probeTransport)
+	return func() ([]probeTarget, error) {
+		var out []probeTarget
+		for _, h := range c.ICMPTargets {
+			out = append(out, probeTarget{probeICMP, h, func(ctx context.Context) error { return pingICMP(ctx, h) }})
+		}
+		var err error
+		if c.NFSProbe {
+			var servers []nfsServer
+			servers, err = p.nfsServers(paths.Procfs)
+			for _, s := range servers {
+				out = append(out, probeTarget{probeNFS, s.addr, func(ctx context.Context) error { return nfsNull(ctx, s.addr, s.version) }})
+			}
+		}
+		for _, u := range c.HTTPSEndpoints {
+			out = append(out, probeTarget{probeHTTPS, u, func(ctx context.Context) error { return httpsGet(ctx, client, u) }})
+		}
+		return out, err
+	}
+}
+
+// nfsServers lists the NFS servers of the mount table, each once.
+func (p *plugin) nfsServers(procRoot string) ([]nfsServer, error) {
+	pfs, err := procfs.NewFS(procRoot)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := p.readMounts(pfs)
+	if err != nil {
+		return nil, fmt.Errorf("list the NFS servers to probe: %w", err)
+	}
+	seen := map[nfsServer]bool{}
+	var out []nfsServer
+	for _, mi := range infos {
+		if mi.FSType != "nfs" && mi.FSType != "nfs4" {
+			continue
+		}
+		s, ok := nfsServerOf(mi.Source, mi.SuperOptions)
+		if ok && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 // Collect reads procfs, runs statfs on the mounts until the deadline and
 // writes the soft lockups counted so far.
 func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	p.mu.Lock()
-	c, paths, kmsgOn, tailer, openErr := p.cfg, p.paths, p.kmsgOn, p.tailer, p.openErr
+	c, paths, kmsgOn, tailer, openErr, pr := p.cfg, p.paths, p.kmsgOn, p.tailer, p.openErr, p.prober
 	p.openErr = nil // reported once, below
 	p.mu.Unlock()
 	fail := func(collector string, err error) {
 		p.errs.add(collector)
 		w.Error(collector, err)
 	}
-	defer p.writeErrors(w, kmsgOn)
+	defer p.writeErrors(w, kmsgOn, pr != nil)
 
 	src, err := openSources(paths)
 	if err != nil {
@@ -208,6 +277,17 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			w.Error(collectorKmsg, err) // counted by the tailer
 		}
 		w.Counter(descSoftLockups, float64(tailer.lockups.Load()))
+	}
+	if pr != nil {
+		results, err := pr.snapshot()
+		if err != nil {
+			w.Error(collectorProbe, err) // counted by the prober
+		}
+		for _, r := range results {
+			w.Gauge(descProbeSuccess, b2f(r.success), r.probe, r.target)
+			w.Gauge(descProbeDuration, r.duration.Seconds(), r.probe, r.target)
+			w.Gauge(descProbeLastRun, float64(r.at.UnixNano())/1e9, r.probe, r.target)
+		}
 	}
 	return ctx.Err()
 }
@@ -252,11 +332,21 @@ func anyWriterEnabled(w *sdk.Writer, ds ...*sdk.Desc) bool {
 // writeErrors writes guest_collection_errors_total, every collector from
 // the first scrape on so that rate() works from zero (kmsg while the tailer
 // is configured).
-func (p *plugin) writeErrors(w *sdk.Writer, kmsgOn bool) {
+func (p *plugin) writeErrors(w *sdk.Writer, kmsgOn, probesOn bool) {
 	for _, c := range errorCollectors {
 		w.Counter(descCollectionErrors, float64(p.errs.count(c)), c)
 	}
 	if kmsgOn {
 		w.Counter(descCollectionErrors, float64(p.errs.count(collectorKmsg)), collectorKmsg)
 	}
+	if probesOn {
+		w.Counter(descCollectionErrors, float64(p.errs.count(collectorProbe)), collectorProbe)
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -37,7 +37,7 @@ func TestRulesUseCataloguedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	expr := regexp.MustCompile(`(?m)^\s+expr: (.*)$`)
-	family := regexp.MustCompile(`\b[a-z_]+_(?:total|bytes|ratio|running|blocked|used|inodes)\b`)
+	family := regexp.MustCompile(`\b[a-z_]+_(?:total|bytes|ratio|running|blocked|used|inodes|seconds|success)\b`)
 	n := 0
 	for _, m := range expr.FindAllStringSubmatch(string(b), -1) {
 		for _, name := range family.FindAllString(m[1], -1) {
