@@ -27,7 +27,7 @@ func (p *plugin) Info() sdk.Info {
 		Name:    "nixl",
 		Version: sdk.BuildVersion(),
 		Metrics: catalogue,
-		Sandbox: sdk.SandboxHints{ReadOnlyPaths: []string{"/proc"}, ReadWritePaths: []string{defaultTelemetryDir}},
+		Sandbox: sdk.SandboxHints{ReadWritePaths: []string{defaultTelemetryDir}},
 	}
 }
 
