@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"time"
 )
@@ -30,6 +32,10 @@ import (
 // other.
 
 const (
+	// maxStatsSize bounds one read of a .stats file (about 5 KiB with a few
+	// QPs, 150 bytes per further QP): two copies must fit the plugin's
+	// memory limit whatever a corrupt or hostile file holds.
+	maxStatsSize       = 8 << 20
 	maxReads           = 6
 	rereadDelay        = 3 * time.Millisecond
 	resetConfirmations = 3
@@ -41,7 +47,7 @@ const (
 func readStable(ctx context.Context, path string) (*stats, bool, error) {
 	var prev []byte
 	for i := 0; i < maxReads; i++ {
-		data, err := os.ReadFile(path)
+		data, err := readCapped(path, maxStatsSize)
 		if err != nil {
 			return nil, false, err
 		}
@@ -60,6 +66,24 @@ func readStable(ctx context.Context, path string) (*stats, bool, error) {
 		prev = data
 	}
 	return parseStats(prev), false, nil
+}
+
+// readCapped reads a whole file of at most limit bytes; a larger one is an
+// error naming it.
+func readCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d MiB; not read", path, limit>>20)
+	}
+	return data, nil
 }
 
 // incarnation identifies one server process.

@@ -150,6 +150,9 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	return nil
 }
 
+// maxManifestSize bounds instances.json (about 400 bytes per instance).
+const maxManifestSize = 4 << 20
+
 // readManifest returns the instances of instances.json. A missing file is
 // no instance (rocm-ernic is not running); a file that is not valid JSON
 // is read once more (the launcher may be rewriting it) and then reported
@@ -162,7 +165,7 @@ func (p *plugin) readManifest(w *sdk.Writer) []instance {
 			time.Sleep(rereadDelay)
 		}
 		var data []byte
-		data, err = os.ReadFile(path)
+		data, err = readCapped(path, maxManifestSize)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}

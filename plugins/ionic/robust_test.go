@@ -188,6 +188,20 @@ func TestMalformedLines(t *testing.T) {
 		`ernic_ip_bytes_total{ernic_id="1",role="manager"} 1.0000000000000001e+23`)
 }
 
+// TestOversizedFiles: a file too large to be a server's is an error naming
+// it, not a plugin out of memory.
+func TestOversizedFiles(t *testing.T) {
+	p, opts, root := runDirPlugin(t, "testdata/ernic-run.ttar")
+	one, _ := os.ReadFile(filepath.Join(root, "run/rocm-ernic/1.stats"))
+	edit(t, root, "run/rocm-ernic/1.stats", append(one, make([]byte, maxStatsSize)...))
+	text, res := collectText(t, p, opts)
+	if len(res.Errors) != 1 || res.Errors[0].GetCollector() != collectorStats || !strings.Contains(res.Errors[0].GetMessage(), "1.stats is larger than 8 MiB") {
+		t.Errorf("errors %v", res.Errors)
+	}
+	mustHave(t, text, `ernic_commands_total{ernic_id="2",role="worker"} 644`)
+	sdktest.Lacks(t, text, `ernic_commands_total{ernic_id="1"`)
+}
+
 func TestLiveness(t *testing.T) {
 	p, opts, root := runDirPlugin(t, "testdata/ernic-run.ttar")
 	stat, _ := os.ReadFile(filepath.Join(root, "proc/2101/stat"))
