@@ -229,3 +229,36 @@ func mustHave(t *testing.T, text string, lines ...string) {
 		}
 	}
 }
+
+// TestServerRestart: a new pid in the manifest is a new server whose
+// counters start again: its lower values are exported at once (a real
+// reset), not refused as torn; the same pid with lower values is refused.
+func TestServerRestart(t *testing.T) {
+	p, opts, root := runDirPlugin(t, "testdata/ernic-run.ttar")
+	c := sdktest.Client(t, p, opts)
+	mustHave(t, sdktest.Collect(t, c, 0).Text(t), `ernic_stats_writes_total{ernic_id="2",role="worker"} 2210`)
+
+	two, _ := os.ReadFile(filepath.Join(root, "run/rocm-ernic/2.stats"))
+	restarted := strings.NewReplacer("Write count : 2210", "Write count : 3", "commands                : 644", "commands                : 2").Replace(string(two))
+	edit(t, root, "run/rocm-ernic/2.stats", []byte(restarted))
+	mustHave(t, sdktest.Collect(t, c, 0).Text(t), `ernic_stats_writes_total{ernic_id="2",role="worker"} 2210`,
+		`ionic_ernic_stats_torn_reads_total{ernic_id="2",role="worker"} 1`)
+
+	manifest, _ := os.ReadFile(filepath.Join(root, "run/rocm-ernic/instances.json"))
+	edit(t, root, "run/rocm-ernic/instances.json", []byte(strings.Replace(string(manifest), `"pid": 2102`, `"pid": 2201`, 1)))
+	mustHave(t, sdktest.Collect(t, c, 0).Text(t),
+		`ernic_stats_writes_total{ernic_id="2",role="worker"} 3`,
+		`ernic_commands_total{ernic_id="2",role="worker"} 2`,
+		`ionic_ernic_stats_torn_reads_total{ernic_id="2",role="worker"} 1`)
+}
+
+// TestVMUptimeFromItsProcess: an attached VM without launched_at (as
+// ernicctl attach writes it) gets its uptime from vm_pid's start.
+func TestVMUptimeFromItsProcess(t *testing.T) {
+	p, opts, root := runDirPlugin(t, "testdata/ernic-run.ttar")
+	manifest, _ := os.ReadFile(filepath.Join(root, "run/rocm-ernic/instances.json"))
+	edit(t, root, "run/rocm-ernic/instances.json", []byte(strings.Replace(string(manifest), `"launched_at": 1767225600.25,`, "", 1)))
+	text, _ := collectText(t, p, opts)
+	// uptime 20000.5 s, vm_pid 2201 started at tick 1010000 (10100 s).
+	mustHave(t, text, `ernic_vm_uptime_seconds{ernic_id="1",role="manager"} 9900.5`)
+}
