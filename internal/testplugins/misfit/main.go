@@ -156,7 +156,7 @@ func (m *misfit) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 	ctx := stream.Context()
 	switch m.fault {
 	case faultHang:
-		select {} // the host's deadline passes, and the next, and the next
+		forever() // the host's deadline passes, and the next, and the next
 	case faultNoCancel:
 		time.Sleep(slowCollect)
 	case faultGrowing:
@@ -254,7 +254,7 @@ func main() {
 		// A plugin of a protocol the host does not speak: go-plugin's
 		// server would write its lowest version, so does this one.
 		fmt.Printf("%d|%d|unix|%s|grpc|\n", plugin.CoreProtocolVersion, transport.ProtocolVersion+1, filepath.Join(os.Getenv("PLUGIN_UNIX_SOCKET_DIR"), "plugin.sock"))
-		select {}
+		forever()
 	}
 	if fault != faultNoLifeline {
 		watchLifeline()
@@ -268,8 +268,16 @@ func main() {
 	})
 	// go-plugin returns once the host closed the connection.
 	if fault == faultNoStop {
-		select {}
+		forever()
 	}
 	fmt.Fprintln(os.Stderr, "misfit: the host closed the connection; exiting")
 	os.Exit(0)
+}
+
+// forever blocks for good (a bare select{} in a process with nothing else
+// left to run is a fatal deadlock, not a hang).
+func forever() {
+	for {
+		time.Sleep(time.Hour)
+	}
 }
