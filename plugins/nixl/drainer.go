@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -465,15 +466,7 @@ func (d *drainer) snapshot() snapshot {
 		s.agents = append(s.agents, &c)
 		a.unread = 0
 	}
-	slices.SortFunc(s.agents, func(a, b *agent) int {
-		if a.name < b.name {
-			return -1
-		}
-		if a.name > b.name {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(s.agents, func(a, b *agent) int { return cmp.Compare(a.name, b.name) })
 	for k, v := range d.errs {
 		s.errs[k] = v
 	}

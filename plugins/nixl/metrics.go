@@ -25,18 +25,27 @@ var (
 	descEventsDropped   = sdk.NewDesc("agent_telemetry_events_dropped_total", sdk.Counter, "Telemetry events the agent dropped in its staging queue, before the ring (NIXL v1.4+; ring-full drops are not counted by NIXL, see nixl_buffer_full_total).", lHost, lAgent)
 	descErrors          = sdk.NewDesc("agent_errors_total", sdk.Counter, "Failed NIXL API calls by status (NIXL_ERR_*), every status exported.", lHost, lAgent, lStatus)
 
-	descTxLast           = sdk.NewDesc("agent_tx_last_bytes", sdk.Gauge, "Bytes of the last completed WRITE transfer (0 before the first).", lHost, lAgent).WithUnit("bytes")
-	descRxLast           = sdk.NewDesc("agent_rx_last_bytes", sdk.Gauge, "Bytes of the last completed READ transfer (0 before the first).", lHost, lAgent).WithUnit("bytes")
-	descMemRegLast       = sdk.NewDesc("agent_memory_registered_last_bytes", sdk.Gauge, "Bytes of the last memory registration (0 before the first).", lHost, lAgent).WithUnit("bytes")
-	descMemDeregLast     = sdk.NewDesc("agent_memory_deregistered_last_bytes", sdk.Gauge, "Bytes of the last memory deregistration (0 before the first).", lHost, lAgent).WithUnit("bytes")
-	descXferTimeLast     = sdk.NewDesc("agent_xfer_time", sdk.Gauge, "Time of the last transfer from start to completion, in microseconds (0 before the first).", lHost, lAgent)
-	descPostTimeLast     = sdk.NewDesc("agent_xfer_post_time", sdk.Gauge, "Time of the last transfer from start to posting, in microseconds (0 before the first).", lHost, lAgent)
-	descXferTimeHist     = sdk.NewDesc("agent_xfer_time_us", sdk.Histogram, "Transfer times from start to completion, in microseconds.", lHost, lAgent)
-	descPostTimeHist     = sdk.NewDesc("agent_xfer_post_time_us", sdk.Histogram, "Transfer times from start to posting to the backend, in microseconds.", lHost, lAgent)
-	agentCounterByEvent  = [...]*sdk.Desc{evTxBytes: descTxBytes, evRxBytes: descRxBytes, evTxRequests: descTxRequests, evRxRequests: descRxRequests, evMemRegistered: descMemRegistered, evMemDeregistered: descMemDeregistered, evXferTime: descXferTimeTotal, evXferPostTime: descPostTimeTotal}
-	agentGaugeByEvent    = map[eventType]*sdk.Desc{evTxBytes: descTxLast, evRxBytes: descRxLast, evMemRegistered: descMemRegLast, evMemDeregistered: descMemDeregLast, evXferTime: descXferTimeLast, evXferPostTime: descPostTimeLast}
-	agentGaugeEventOrder = []eventType{evTxBytes, evRxBytes, evMemRegistered, evMemDeregistered, evXferTime, evXferPostTime}
+	descTxLast       = sdk.NewDesc("agent_tx_last_bytes", sdk.Gauge, "Bytes of the last completed WRITE transfer (0 before the first).", lHost, lAgent).WithUnit("bytes")
+	descRxLast       = sdk.NewDesc("agent_rx_last_bytes", sdk.Gauge, "Bytes of the last completed READ transfer (0 before the first).", lHost, lAgent).WithUnit("bytes")
+	descMemRegLast   = sdk.NewDesc("agent_memory_registered_last_bytes", sdk.Gauge, "Bytes of the last memory registration (0 before the first).", lHost, lAgent).WithUnit("bytes")
+	descMemDeregLast = sdk.NewDesc("agent_memory_deregistered_last_bytes", sdk.Gauge, "Bytes of the last memory deregistration (0 before the first).", lHost, lAgent).WithUnit("bytes")
+	descXferTimeLast = sdk.NewDesc("agent_xfer_time", sdk.Gauge, "Time of the last transfer from start to completion, in microseconds (0 before the first).", lHost, lAgent)
+	descPostTimeLast = sdk.NewDesc("agent_xfer_post_time", sdk.Gauge, "Time of the last transfer from start to posting, in microseconds (0 before the first).", lHost, lAgent)
+	descXferTimeHist = sdk.NewDesc("agent_xfer_time_us", sdk.Histogram, "Transfer times from start to completion, in microseconds.", lHost, lAgent)
+	descPostTimeHist = sdk.NewDesc("agent_xfer_post_time_us", sdk.Histogram, "Transfer times from start to posting to the backend, in microseconds.", lHost, lAgent)
+	// agentCounters and agentGauges are the families that are one
+	// event type's sum and last value.
+	agentCounters = []typedDesc{{evTxBytes, descTxBytes}, {evRxBytes, descRxBytes}, {evTxRequests, descTxRequests}, {evRxRequests, descRxRequests},
+		{evMemRegistered, descMemRegistered}, {evMemDeregistered, descMemDeregistered}, {evXferTime, descXferTimeTotal}, {evXferPostTime, descPostTimeTotal}, {evEventsDropped, descEventsDropped}}
+	agentGauges = []typedDesc{{evTxBytes, descTxLast}, {evRxBytes, descRxLast}, {evMemRegistered, descMemRegLast}, {evMemDeregistered, descMemDeregLast},
+		{evXferTime, descXferTimeLast}, {evXferPostTime, descPostTimeLast}}
 )
+
+// typedDesc is a family fed by one event type.
+type typedDesc struct {
+	event eventType
+	desc  *sdk.Desc
+}
 
 // The plugin's own families: the state of each ring and of its reader.
 var (

@@ -106,15 +106,14 @@ func writeSnapshot(w *sdk.Writer, s snapshot, host string, bounds []float64) {
 		}
 		agents++
 		st := a.stats
-		for t, desc := range agentCounterByEvent {
-			w.Counter(desc, float64(st.sum[t]), host, a.name)
+		for _, c := range agentCounters {
+			w.Counter(c.desc, float64(st.sum[c.event]), host, a.name)
 		}
-		w.Counter(descEventsDropped, float64(st.sum[evEventsDropped]), host, a.name)
 		for i, status := range errorStatuses {
 			w.Counter(descErrors, float64(st.sum[evErrFirst+eventType(i)]), host, a.name, status)
 		}
-		for _, t := range agentGaugeEventOrder {
-			w.Gauge(agentGaugeByEvent[t], float64(st.last[t]), host, a.name)
+		for _, g := range agentGauges {
+			w.Gauge(g.desc, float64(st.last[g.event]), host, a.name)
 		}
 		cum = st.xfer.cumulative(cum)
 		w.Histogram(descXferTimeHist, bounds, cum, st.xfer.count, float64(st.xfer.sum), host, a.name)
