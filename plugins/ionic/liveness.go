@@ -152,3 +152,39 @@ func (sw *serverWatch) forget(ids map[string]bool) {
 		}
 	}
 }
+
+// nodeClock is one collect's view of time: the collect's start and the
+// node's uptime, read at most once and only when a series needs it.
+type nodeClock struct {
+	proc procfs
+	now  time.Time
+	fail func(error) // reports the uptime's read error, once
+
+	read bool
+	up   float64 // 0 when unreadable
+}
+
+// epoch returns the collect's start in Unix seconds, exact to the
+// nanosecond (float64(UnixNano)/1e9 would round at this magnitude).
+func (c *nodeClock) epoch() float64 {
+	return float64(c.now.Unix()) + float64(c.now.Nanosecond())/1e9
+}
+
+// uptime returns the node's uptime in seconds, 0 when it cannot be read.
+func (c *nodeClock) uptime() float64 {
+	if !c.read {
+		c.read = true
+		var err error
+		if c.up, err = c.proc.uptime(); err != nil {
+			c.fail(err)
+		}
+	}
+	return c.up
+}
+
+// startEpoch converts a process's start tick to Unix seconds; ok is false
+// when the node's uptime is unknown.
+func (c *nodeClock) startEpoch(tick uint64) (float64, bool) {
+	u := c.uptime()
+	return c.epoch() - (u - float64(tick)/userHZ), u > 0
+}

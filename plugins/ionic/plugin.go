@@ -85,25 +85,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	}
 	w.Gauge(descVMs, float64(vms))
 
-	// The node's uptime, read at most once per collect and only when an
-	// uptime series needs it; 0 when it cannot be read (reported once).
-	uptimeRead, uptime := false, 0.0
-	nodeUptime := func() float64 {
-		if !uptimeRead {
-			uptimeRead = true
-			var err error
-			if uptime, err = p.proc.uptime(); err != nil {
-				p.fail(w, collectorProcfs, err)
-			}
-		}
-		return uptime
-	}
-	now := p.now()
-	nowEpoch := float64(now.Unix()) + float64(now.Nanosecond())/1e9
-	startEpoch := func(tick uint64) (float64, bool) {
-		u := nodeUptime()
-		return nowEpoch - (u - float64(tick)/userHZ), u > 0
-	}
+	clock := &nodeClock{proc: p.proc, now: p.now(), fail: func(err error) { p.fail(w, collectorProcfs, err) }}
 	ids := map[string]bool{}
 	for _, in := range insts {
 		if err := ctx.Err(); err != nil {
@@ -116,34 +98,11 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			continue
 		}
 		ids[in.ID] = true
-		file, hasFile := files[in.num]
-		hasFile = hasFile && in.isID
-		var mtime time.Time
-		if hasFile {
-			if fi, err := os.Stat(file); err == nil {
-				mtime = fi.ModTime()
-			}
+		file, ok := files[in.num]
+		if !in.isID || !ok {
+			file = ""
 		}
-		proc, err := p.proc.lookup(in.PID)
-		if err != nil {
-			p.fail(w, collectorProcfs, fmt.Errorf("instance %s pid %d: %w", in.ID, in.PID, err))
-		}
-		proc, inc := p.watch.check(in.ID, in.PID, proc, mtime, startEpoch)
-		p.writeInstance(w, in, proc, nodeUptime)
-
-		if !hasFile {
-			continue // no .stats file: only the manifest's series, as in ernic-exporter
-		}
-		s, trusted, err := readStable(ctx, file)
-		if err != nil {
-			p.fail(w, collectorStats, err)
-			continue
-		}
-		s, torn := p.keep.accept(in.ID, inc, s, trusted)
-		w.Counter(descTornReads, torn, in.ID, in.Role)
-		if s != nil {
-			writeStats(w, in, s)
-		}
+		p.collectInstance(ctx, w, in, file, clock)
 	}
 	p.keep.sweep()
 	p.watch.forget(ids)
@@ -152,6 +111,37 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 
 // maxManifestSize bounds instances.json (about 400 bytes per instance).
 const maxManifestSize = 4 << 20
+
+// collectInstance writes one instance's series: liveness and the manifest's
+// from procfs and the entry, the statistics from file ("" when it has none:
+// only the manifest's series, as in ernic-exporter).
+func (p *plugin) collectInstance(ctx context.Context, w *sdk.Writer, in instance, file string, clock *nodeClock) {
+	var mtime time.Time
+	if file != "" {
+		if fi, err := os.Stat(file); err == nil {
+			mtime = fi.ModTime()
+		}
+	}
+	proc, err := p.proc.lookup(in.PID)
+	if err != nil {
+		p.fail(w, collectorProcfs, fmt.Errorf("instance %s pid %d: %w", in.ID, in.PID, err))
+	}
+	proc, inc := p.watch.check(in.ID, in.PID, proc, mtime, clock.startEpoch)
+	p.writeInstance(w, in, proc, clock)
+	if file == "" {
+		return
+	}
+	s, trusted, err := readStable(ctx, file)
+	if err != nil {
+		p.fail(w, collectorStats, err)
+		return
+	}
+	s, torn := p.keep.accept(in.ID, inc, s, trusted)
+	w.Counter(descTornReads, torn, in.ID, in.Role)
+	if s != nil {
+		writeStats(w, in, s)
+	}
+}
 
 // readManifest returns the instances of instances.json. A missing file is
 // no instance (rocm-ernic is not running); a file that is not valid JSON
@@ -228,14 +218,14 @@ func (p *plugin) statsFiles(w *sdk.Writer, insts []instance) (map[int64]string, 
 // instance.
 // Uptimes are the node's uptime minus the process's start (both since
 // boot), as ernic-exporter computes them.
-func (p *plugin) writeInstance(w *sdk.Writer, in instance, proc process, nodeUptime func() float64) {
+func (p *plugin) writeInstance(w *sdk.Writer, in instance, proc process, clock *nodeClock) {
 	up := 0.0
 	if proc.state == procAlive {
 		up = 1
 	}
 	w.Gauge(descInstanceUp, up, in.ID, in.Role, in.MAC)
 	if proc.state == procAlive && proc.startTick != 0 {
-		if u := nodeUptime(); u > 0 {
+		if u := clock.uptime(); u > 0 {
 			w.Gauge(descInstanceUptime, max(0, u-float64(proc.startTick)/userHZ), in.ID, in.Role)
 		}
 	}
@@ -252,12 +242,11 @@ func (p *plugin) writeInstance(w *sdk.Writer, in instance, proc process, nodeUpt
 	}
 	w.Gauge(descVMGPUPassthrough, gpu, in.ID, in.Role)
 	if vm.LaunchedAt > 0 {
-		now := p.now()
-		w.Gauge(descVMUptime, max(0, float64(now.Unix())+float64(now.Nanosecond())/1e9-vm.LaunchedAt), in.ID, in.Role)
+		w.Gauge(descVMUptime, max(0, clock.epoch()-vm.LaunchedAt), in.ID, in.Role)
 		return
 	}
 	if vp, err := p.proc.lookup(vm.PID); err == nil && vp.state == procAlive && vp.startTick != 0 {
-		if u := nodeUptime(); u > 0 {
+		if u := clock.uptime(); u > 0 {
 			w.Gauge(descVMUptime, max(0, u-float64(vp.startTick)/userHZ), in.ID, in.Role)
 		}
 	}
