@@ -105,7 +105,7 @@ func (p *plugin) Info() sdk.Info {
 			Capabilities: []string{"CAP_SYSLOG"},
 			ReadOnlyPaths: []string{
 				"/proc/stat", "/proc/pressure", "/proc/meminfo", "/proc/diskstats",
-				"/proc/self/mountinfo", "/sys/block",
+				"/proc/self/mountinfo", "/sys/block", "/etc/ssl/certs", "/etc/pki",
 			},
 			Devices: []string{defaultKmsgPath},
 		},

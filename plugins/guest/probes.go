@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -53,8 +54,15 @@ func (e errNoProbe) Unwrap() error { return e.err }
 // granted) into errNoProbe: the target did not fail, the plugin may not
 // reach it.
 func notPermitted(err error) error {
-	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES)) {
 		return errNoProbe{fmt.Errorf("%w (grant network.inet.tcp_connect for this port in the plugin's manifest; see README.md)", err)}
+	}
+	// The system's CA certificates unreadable (a sandbox without the
+	// manifest's grant of them): the endpoint cannot be judged.
+	var roots x509.SystemRootsError
+	if errors.As(err, &roots) {
+		return errNoProbe{fmt.Errorf("%w (the manifest grants /etc/ssl/certs and /etc/pki read-only; where the CA bundle lives elsewhere, grant that)", err)}
 	}
 	return err
 }

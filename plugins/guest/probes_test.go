@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -297,6 +299,10 @@ func TestNotPermitted(t *testing.T) {
 		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EACCES)}, true},
 		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, false},
 		{context.DeadlineExceeded, false},
+		{&url.Error{Op: "Get", URL: "https://x/", Err: x509.SystemRootsError{Err: os.ErrPermission}}, true},
+		{&url.Error{Op: "Get", URL: "https://x/", Err: x509.UnknownAuthorityError{}}, false},
+		// EACCES that is not the dial: not the sandbox's network rules.
+		{&os.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}, false},
 	} {
 		var none errNoProbe
 		if got := errors.As(notPermitted(tc.err), &none); got != tc.noProbe {
