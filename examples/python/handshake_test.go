@@ -16,6 +16,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"os"
 	"os/exec"
@@ -27,8 +28,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/plexporter/plexporter/internal/syncbuf"
@@ -293,5 +296,71 @@ func TestExitsOnSIGTERM(t *testing.T) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Error("the plugin still runs 2 s after SIGTERM")
+	}
+}
+
+// TestOneCollectAtATime: a Collect that arrives while another still runs
+// (the host gave up on the first at its deadline, the plugin did not) waits
+// for it instead of reading beside it (rule 11). The first one is held in
+// a read of stat, a FIFO nobody writes yet; the second, with a short
+// deadline, must end with DEADLINE_EXCEEDED having sent nothing — had it
+// run beside the first, it would have sent loadavg's batch before blocking
+// on the FIFO too.
+func TestOneCollectAtATime(t *testing.T) {
+	socketDir, procfs := t.TempDir(), t.TempDir()
+	copyFile(t, "testdata/proc/loadavg", filepath.Join(procfs, "loadavg"), 0o644)
+	stat := filepath.Join(procfs, "stat")
+	if err := syscall.Mkfifo(stat, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cert, certPEM := clientCert(t)
+	p := startPlugin(t, hostEnv(socketDir, certPEM)...)
+	socket, serverCert := p.handshake(t, socketDir)
+	client := pluginv1.NewPluginServiceClient(dial(t, socket, serverCert, []tls.Certificate{cert}))
+	if _, err := client.Configure(callContext(t), &pluginv1.ConfigureRequest{Paths: &pluginv1.Paths{Procfs: procfs}}); err != nil {
+		t.Fatal(err)
+	}
+
+	first, err := client.Collect(callContext(t), &pluginv1.CollectRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := first.Recv(); err != nil || msg.GetBatch() == nil {
+		t.Fatalf("first Collect: %v, %v; want loadavg's batch before it blocks on stat", msg, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	second, err := client.Collect(ctx, &pluginv1.CollectRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := 0
+	for {
+		msg, err := second.Recv()
+		if err != nil {
+			if status.Code(err) != codes.DeadlineExceeded {
+				t.Errorf("second Collect ended with %v, want DEADLINE_EXCEEDED", err)
+			}
+			break
+		}
+		if msg.GetBatch() != nil {
+			batches++
+		}
+	}
+	if batches != 0 {
+		t.Errorf("the second Collect sent %d batches while the first still ran; want it to wait", batches)
+	}
+
+	// Let the first one finish: it reads stat and ends OK.
+	if err := os.WriteFile(stat, []byte("ctxt 7\nprocesses 8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := first.Recv()
+	if err != nil || len(msg.GetBatch().GetFamilies()) != 2 {
+		t.Errorf("first Collect after stat answered: %v, %v; want stat's two families", msg, err)
+	}
+	if _, err := first.Recv(); err != io.EOF {
+		t.Errorf("first Collect's end: %v, want OK", err)
 	}
 }
