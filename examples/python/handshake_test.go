@@ -321,7 +321,10 @@ func TestOneCollectAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	first, err := client.Collect(callContext(t), &pluginv1.CollectRequest{})
+	// Long enough for a loaded machine: it ends when stat is written.
+	firstCtx, cancelFirst := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelFirst()
+	first, err := client.Collect(firstCtx, &pluginv1.CollectRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
