@@ -112,9 +112,9 @@ func (p *plugin) Info() sdk.Info {
 	}
 }
 
-// Configure validates the settings and starts the kernel-log tailer. A
-// second Configure keeps a running tailer on the same device, so that
-// kernel_soft_lockups_total does not go back to 0.
+// Configure validates the settings, starts the kernel-log tailer and
+// (re)starts the prober. A second Configure keeps a running tailer on the
+// same device, so that kernel_soft_lockups_total does not go back to 0.
 func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	c := defaultConfig()
 	if err := cfg.Decode(&c); err != nil {
