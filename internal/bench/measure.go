@@ -101,6 +101,10 @@ func (h *harness) startHost(spec hostSpec) (*exporter, error) {
 	if len(e.plugins) != len(spec.plugins) {
 		return nil, fmt.Errorf("%s: %d plugin processes running, want %d\n%s", spec.name, len(e.plugins), len(spec.plugins), p.logTail())
 	}
+	// A sandboxed plugin runs below its launcher, the init of its PID
+	// namespace: the host's child is the launcher, the plugin its child.
+	// Measure every process below the host, or the plugin's CPU is lost.
+	e.plugins = descendants(p.pid())
 	// Record whether the plugins run in their sandbox (the production
 	// default when the host runs as root).
 	if body, err := h.getBody(p.url + e.path); err == nil {

@@ -185,6 +185,35 @@ func childPIDs(pid int) []int {
 	return out
 }
 
+// descendants returns every process below pid (children, their children,
+// ...), in no particular order.
+func descendants(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := readStat(n); err == nil {
+			parent[n] = st.ppid
+		}
+	}
+	var out []int
+	for n := range parent {
+		for p := parent[n]; p != 0; p = parent[p] {
+			if p == pid {
+				out = append(out, n)
+				break
+			}
+			if _, ok := parent[p]; !ok {
+				break
+			}
+		}
+	}
+	return out
+}
+
 type procStat struct {
 	ppid         int
 	utime, stime uint64 // clock ticks
