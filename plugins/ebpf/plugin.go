@@ -201,10 +201,19 @@ func (p *plugin) refreshLocked(ctx context.Context) {
 		switch {
 		case err != nil:
 			p.watch.report(p, collectorNFSServers, "", fmt.Errorf("detect NFS servers: %w", err))
-		case len(found) == 0:
-			p.watch.report(p, collectorNFSServers, "", fmt.Errorf("no NFS server: %s has no nfs or nfs4 mount and nfs_servers is not set, so no retransmission to NFS is counted until one is mounted", p.mounts))
 		default:
+			// No NFS mount is a node's normal state, not a failure (a
+			// healthy node reports no collection error): logged when it
+			// starts and seen as ebpf_watched_addresses{class="nfs"} 0.
 			p.watch.report(p, collectorNFSServers, "", nil)
+			if none := len(found) == 0; none != p.watch.noNFS {
+				p.watch.noNFS = none
+				if none {
+					p.logf("no NFS server to watch", "mounts", p.mounts, "detail", "no nfs or nfs4 mount and nfs_servers is not set; retransmissions to NFS are counted once one is mounted")
+				} else {
+					p.logf("NFS servers to watch", "servers", fmt.Sprint(found))
+				}
+			}
 		}
 		servers = found
 	}
@@ -269,6 +278,7 @@ type watchState struct {
 	prevEndpointOf map[netip.Addr][]string // the previous resolution, for counts of addresses just dropped
 	addrs          map[string]int
 	failing        map[string]string // collector/subject -> error text
+	noNFS          bool              // detection found no NFS mount (logged once)
 }
 
 func newWatchState() watchState {

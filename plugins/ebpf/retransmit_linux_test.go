@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
 // fullListener listens on 127.0.0.1 with an accept queue of length 0 and
@@ -213,20 +216,19 @@ func TestMissingTracepoint(t *testing.T) {
 	countedOnce(t, first, collect(t, c), collectorDisk, collectorTCP)
 }
 
-// TestBadWatchInput: no NFS server to watch and an endpoint that does not
-// resolve are each a log line and a counted collection error, once per
-// cause; the rest of the watch list still works.
+// TestBadWatchInput: a mounts file that cannot be read and an endpoint
+// that does not resolve are each a log line and a counted collection error,
+// once per cause; the rest of the watch list still works.
 func TestBadWatchInput(t *testing.T) {
 	requireRoot(t)
-	procfs := t.TempDir()
-	writeMounts(t, procfs, "/dev/vda1 / ext4 rw 0 0\n")
+	procfs := t.TempDir() // no self/mounts
 	_, c := startIn(t, map[string]any{
 		"disk":                   false,
 		"object_store_endpoints": []any{"no-such-endpoint.invalid", "192.0.2.10"},
 	}, procfs)
 	first := collect(t, c)
 	wantErrors(t, first, map[string]string{
-		collectorNFSServers:  "no NFS server",
+		collectorNFSServers:  "detect NFS servers: open " + procfs + "/self/mounts",
 		collectorObjectStore: "no-such-endpoint.invalid",
 	})
 	if got := first.get(t, `ebpf_watched_addresses{class="object_store"}`); got != 1 {
@@ -234,6 +236,29 @@ func TestBadWatchInput(t *testing.T) {
 	}
 	first.get(t, `object_store_tcp_retransmits_total{endpoint="192.0.2.10"}`)
 	countedOnce(t, first, collect(t, c), collectorNFSServers, collectorObjectStore)
+}
+
+// TestNoNFSServer: a node without NFS mounts (and no nfs_servers) is not
+// failing: one log line, no collection error, nothing watched as NFS.
+func TestNoNFSServer(t *testing.T) {
+	requireRoot(t)
+	procfs := t.TempDir()
+	writeMounts(t, procfs, "/dev/vda1 / ext4 rw 0 0\n")
+	p := newPlugin()
+	var logged []string
+	p.logf = func(msg string, _ ...any) { logged = append(logged, msg) }
+	c := sdktest.Client(t, p, sdktest.Options{Config: map[string]any{"disk": false}, Sysfs: "/sys", Procfs: procfs, Rootfs: "/"})
+	t.Cleanup(p.Close)
+	s := collect(t, c)
+	if len(s.errors) > 0 {
+		t.Errorf("collect errors on a node without NFS:\n%s", s.errorText())
+	}
+	if got := s.get(t, `ebpf_watched_addresses{class="nfs"}`); got != 0 {
+		t.Errorf("watched NFS addresses %v, want 0", got)
+	}
+	if !slices.Contains(logged, "no NFS server to watch") {
+		t.Errorf("log lines %q: want one saying there is no NFS server to watch", logged)
+	}
 }
 
 // wantErrors checks that s reported an error for each collector whose
