@@ -33,13 +33,13 @@ func TestHungStatfs(t *testing.T) {
 	hung := make(chan struct{})
 	fake := &fakeStatfs{block: map[string]chan struct{}{"/host/mnt/shared": hung}}
 	p := fixturePlugin(t, fake)
-	c := sdktest.Client(t, p, fixtureOptions(t, "vm", map[string]any{"statfs_timeout": "200ms"}))
+	c := sdktest.Client(t, p, fixtureOptions(t, "vm", map[string]any{"statfs_timeout": "1s"}))
 	goroutines := runtime.NumGoroutine()
 
 	start := time.Now()
 	res := sdktest.Collect(t, c, 0)
-	if took := time.Since(start); took > 2*time.Second || took < 200*time.Millisecond {
-		t.Errorf("scrape with a hung statfs took %s, want about statfs_timeout (200ms)", took)
+	if took := time.Since(start); took > 5*time.Second || took < time.Second {
+		t.Errorf("scrape with a hung statfs took %s, want about statfs_timeout (1s)", took)
 	}
 	if res.Status != nil {
 		t.Fatalf("collect failed: %v", res.Status)
@@ -58,7 +58,8 @@ func TestHungStatfs(t *testing.T) {
 	for i := 2; i <= 4; i++ {
 		start = time.Now()
 		res = sdktest.Collect(t, c, 0)
-		if took := time.Since(start); took > 150*time.Millisecond {
+		// Well below statfs_timeout, with room for a loaded machine.
+		if took := time.Since(start); took > 700*time.Millisecond {
 			t.Errorf("scrape %d took %s with the mount's statfs still blocked; want no wait", i, took)
 		}
 		errs = errorsOf(res, collectorFilesystem)
@@ -97,19 +98,17 @@ func TestHungStatfs(t *testing.T) {
 
 // TestStatfsBoundedByScrapeDeadline: a statfs_timeout longer than the
 // host's collect timeout does not make the scrape miss its deadline: the
-// wait ends statfsReserve before it.
+// wait ends statfsReserve before it. A scrape past its deadline would end
+// with DeadlineExceeded.
 func TestStatfsBoundedByScrapeDeadline(t *testing.T) {
 	hung := make(chan struct{})
 	defer close(hung)
 	fake := &fakeStatfs{block: map[string]chan struct{}{"/host/data": hung}}
 	c := sdktest.Client(t, fixturePlugin(t, fake), fixtureOptions(t, "vm", map[string]any{"statfs_timeout": "30s"}))
 	start := time.Now()
-	res := sdktest.Collect(t, c, 600*time.Millisecond)
-	if took := time.Since(start); took > 590*time.Millisecond {
-		t.Errorf("scrape took %s with a 600ms deadline", took)
-	}
+	res := sdktest.Collect(t, c, time.Second)
 	if res.Status != nil {
-		t.Fatalf("collect failed: %v", res.Status)
+		t.Fatalf("collect with a 1s deadline and statfs_timeout 30s failed after %s: %v", time.Since(start), res.Status)
 	}
 	if errs := errorsOf(res, collectorFilesystem); len(errs) != 1 || !strings.Contains(errs[0], "/host/data") {
 		t.Errorf("filesystem errors %q", errs)
