@@ -106,9 +106,9 @@ func (d *drainer) start() { go d.loop() }
 func (d *drainer) loop() {
 	defer close(d.done)
 	defer d.closeAll()
-	t := time.NewTicker(d.interval)
-	defer t.Stop()
 	d.pass(true)
+	t := time.NewTimer(d.nextWake())
+	defer t.Stop()
 	for {
 		select {
 		case <-d.stop:
@@ -119,7 +119,19 @@ func (d *drainer) loop() {
 			d.pass(true)
 			close(reply)
 		}
+		t.Reset(d.nextWake())
 	}
+}
+
+// nextWake is when the loop runs its next pass: every drain_interval while
+// there is a ring to drain, and only every rescan_interval (to find the
+// first one) while there is none, so that a host without NIXL agents
+// wakes the plugin once a second instead of ten times.
+func (d *drainer) nextWake() time.Duration {
+	if len(d.readers) == 0 {
+		return d.rescanInterval
+	}
+	return d.interval
 }
 
 // sync runs one full pass (rescan and drain) before a scrape, so that the
