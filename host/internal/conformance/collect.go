@@ -173,17 +173,20 @@ func (c *checker) stable(main *instance) {
 	c.pass(rule, "series counts %v", counts)
 }
 
-// cancel cancels a Collect once it has sent its first message (or after
-// cancelAfter), as the host does at its deadline or its limits, then
+// cancel cancels a Collect once it has sent its first message (or half-way
+// through its usual time), as the host does at its deadline or its limits, then
 // checks that the next Collect is not held up by the abandoned one.
 func (c *checker) cancel(main *instance) {
 	const rule = "collect.cancel"
+	usual := median(c.durations)
 	ctx, cancel := context.WithCancel(context.Background())
 	began := time.Now()
 	stream, err := main.client.Collect(ctx, &pluginv1.CollectRequest{}, batch.MaxMessage)
 	ended := false
 	if err == nil {
-		t := time.AfterFunc(cancelAfter, cancel)
+		// Half-way through a collect that sends nothing before its end: by
+		// then the plugin is surely at work on it, even on a loaded machine.
+		t := time.AfterFunc(max(cancelAfter, usual/2), cancel)
 		_, err = stream.Recv()
 		t.Stop()
 		ended = err != nil && status.Code(err) != codes.Canceled // the stream was over already
@@ -191,7 +194,6 @@ func (c *checker) cancel(main *instance) {
 	cancel()
 	cancelledAt := time.Since(began)
 	next := c.collect(main, c.s)
-	usual := median(c.durations)
 	grace := max(cancelGrace, usual/2)
 	how := fmt.Sprintf("cancelled after %v", round(cancelledAt))
 	if ended {

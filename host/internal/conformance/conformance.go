@@ -70,7 +70,7 @@ const (
 	cookieWait   = 5 * time.Second       // exit without the magic cookie
 	stopGrace    = 2 * time.Second       // go-plugin's: then the host kills the group
 	lifelineWait = 5 * time.Second       // exit once the lifeline reads EOF
-	cancelAfter  = 25 * time.Millisecond // cancel a Collect that has not sent anything yet
+	cancelAfter  = 25 * time.Millisecond // at the earliest, cancel a Collect that has sent nothing yet
 	cancelGrace  = time.Second           // the next Collect may take this much longer than usual
 	repeats      = 3                     // Collects after the first, for collect.stable
 )

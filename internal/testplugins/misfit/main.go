@@ -50,15 +50,20 @@ const (
 	faultDuplicate   = "duplicate"   // collect.duplicates: one series twice
 	faultUndeclared  = "undeclared"  // collect.catalogue: a family not in the catalogue
 	faultGrowing     = "growing"     // collect.stable: one more series at every Collect
-	faultNoCancel    = "nocancel"    // collect.cancel: works on after a cancel
+	faultNoCancel    = "nocancel"    // collect.cancel: works on for seconds after a cancel
 	faultNoAllowlist = "noallowlist" // allowlist.one, allowlist.none: ignores the allowlist
 	faultNoPrefix    = "noprefix"    // metric-prefix: ignores metric_prefix
 	faultNoStop      = "nostop"      // stop: lives on when the host closes the connection
 	faultNoLifeline  = "nolifeline"  // lifeline: ignores fd 3
 )
 
-// slowCollect is how long a nocancel Collect takes, its context ignored.
-const slowCollect = 1500 * time.Millisecond
+// A nocancel Collect takes slowCollect, its context ignored; once
+// cancelled, it goes on for lingerCancelled more (reading every device the
+// host no longer waits for), holding up the next Collect.
+const (
+	slowCollect     = 500 * time.Millisecond
+	lingerCancelled = 3 * time.Second
+)
 
 const (
 	infoFamily  = "misfit_info"
@@ -158,7 +163,15 @@ func (m *misfit) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 	case faultHang:
 		forever() // the host's deadline passes, and the next, and the next
 	case faultNoCancel:
+		// A first message, as a plugin that streams its batches sends one,
+		// and the runner cancels after it; then the slow part.
+		if err := stream.Send(&pluginv1.CollectResponse{}); err != nil {
+			return err
+		}
 		time.Sleep(slowCollect)
+		if ctx.Err() != nil {
+			time.Sleep(lingerCancelled)
+		}
 	case faultGrowing:
 		series += collects
 	case faultNoAllowlist:
