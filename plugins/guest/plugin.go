@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"sync"
 	"time"
@@ -102,7 +104,8 @@ func (p *plugin) Info() sdk.Info {
 		Version: sdk.BuildVersion(),
 		Metrics: catalogue,
 		Sandbox: sdk.SandboxHints{
-			Capabilities: []string{"CAP_SYSLOG"},
+			// CAP_SYSLOG for /dev/kmsg under dmesg_restrict=1 is an
+			// operator's grant (README.md), not a need of every node.
 			ReadOnlyPaths: []string{
 				"/proc/stat", "/proc/pressure", "/proc/meminfo", "/proc/diskstats",
 				"/proc/self/mountinfo", "/sys/block", "/etc/ssl/certs", "/etc/pki",
@@ -147,10 +150,15 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 		if err != nil {
 			// Not a configuration error: the same settings work once the
 			// plugin has the privilege (CAP_SYSLOG under dmesg_restrict=1)
-			// or the device (a container without /dev/kmsg).
+			// or the device (a container without /dev/kmsg). A refusal
+			// is the operator's choice not to grant kernel-log access
+			// (README.md): logged and counted, but not a partial error,
+			// as nvme does with its missing privilege.
 			p.errs.add(collectorKmsg)
-			p.openErr = fmt.Errorf("open the kernel log: %w; soft lockups are not counted", err)
-			p.log.Warn("cannot read the kernel log: kernel_soft_lockups_total is not exported; reading /dev/kmsg needs CAP_SYSLOG when kernel.dmesg_restrict is 1",
+			if !isPermission(err) {
+				p.openErr = fmt.Errorf("open the kernel log: %w; soft lockups are not counted", err)
+			}
+			p.log.Warn("cannot read the kernel log, so kernel_soft_lockups_total is not exported: reading /dev/kmsg needs CAP_SYSLOG when kernel.dmesg_restrict is 1 (grant it in plugins.guest.manifest; under the systemd unit also ProtectKernelLogs=no)",
 				"path", c.KmsgPath, "error", err)
 			return nil
 		}
@@ -158,6 +166,12 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 		p.tailer.start()
 	}
 	return nil
+}
+
+// isPermission tells a refused open (no CAP_SYSLOG under dmesg_restrict,
+// systemd's ProtectKernelLogs, a sandbox without the device) from others.
+func isPermission(err error) bool {
+	return errors.Is(err, fs.ErrPermission)
 }
 
 // anyEnabled mirrors Writer.Enabled for Configure time.

@@ -20,9 +20,10 @@ import (
 // TestInHostSandbox runs the plugin as the host runs it, as root: in the
 // sandbox of its own manifest, over this machine's /proc, /sys and
 // /dev/kmsg, with an HTTPS and an ICMP probe and the operator's manifest
-// override README.md documents for probes (network.inet.tcp_connect to the
-// endpoint's port). It checks that every source is read without an error
-// (kmsg included: CAP_SYSLOG under this machine's dmesg_restrict), that
+// overrides README.md documents (CAP_SYSLOG for the kernel log,
+// network.inet.tcp_connect to the endpoint's port). It checks that every
+// source is read without an error (kmsg included: this machine has
+// dmesg_restrict=1), that
 // the granted port is reachable and the system's CA certificates readable
 // (the probe's TLS handshake fails on the test certificate, which no system
 // root signed, so success is 0, but the probe was made), and that the
@@ -71,6 +72,7 @@ func TestInHostSandbox(t *testing.T) {
       probe_interval: 10s
       probe_timeout: 2s
     manifest:
+      capabilities: [CAP_SYSLOG]
       network:
         inet:
           tcp_connect: [%s]
