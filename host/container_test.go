@@ -190,7 +190,7 @@ const podConfig = `plugins:
     config: {mountstats_path: /host/proc/1/mountstats, net_dir: /host/proc/1/net}
     manifest:
       capabilities: [CAP_DAC_READ_SEARCH]
-      paths: {read_only: ["{procfs}/1/mountstats", "{procfs}/1/net"]}
+      paths: {read_only: ["{procfs}/1/mountstats", "{procfs}/1/mountinfo", "{procfs}/1/net"]}
 `
 
 type podSpec struct {
