@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plexporter/plexporter/sdk"
 )
 
 // defaultBucketsUS are NIXL's default histogram upper bounds in µs
@@ -43,13 +45,13 @@ type config struct {
 	// TelemetryDirs are the NIXL_TELEMETRY_DIR values of the host's agents.
 	TelemetryDirs []string `json:"telemetry_dirs"`
 	// DrainInterval is how often every ring is drained.
-	DrainInterval duration `json:"drain_interval"`
+	DrainInterval sdk.Duration `json:"drain_interval"`
 	// RescanInterval is how often the directories are listed for new and
 	// removed files.
-	RescanInterval duration `json:"rescan_interval"`
+	RescanInterval sdk.Duration `json:"rescan_interval"`
 	// StaleAfter is how long a ring may stay idle with no process mapping
 	// it before the agent's series are dropped.
-	StaleAfter duration `json:"stale_after"`
+	StaleAfter sdk.Duration `json:"stale_after"`
 	// HistogramBucketsUS overrides the histograms' upper bounds, like
 	// NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US.
 	HistogramBucketsUS buckets `json:"histogram_buckets_us"`
@@ -63,9 +65,9 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		TelemetryDirs:      []string{defaultTelemetryDir},
-		DrainInterval:      duration{Duration: defaultDrainInterval},
-		RescanInterval:     duration{Duration: defaultRescanInterval},
-		StaleAfter:         duration{Duration: defaultStaleAfter},
+		DrainInterval:      sdk.Duration{Duration: defaultDrainInterval},
+		RescanInterval:     sdk.Duration{Duration: defaultRescanInterval},
+		StaleAfter:         sdk.Duration{Duration: defaultStaleAfter},
 		HistogramBucketsUS: buckets{bounds: defaultBucketsUS},
 	}
 }
@@ -91,7 +93,7 @@ func (c *config) validate() error {
 	c.TelemetryDirs = dirs
 	for _, d := range []struct {
 		key      string
-		v        duration
+		v        sdk.Duration
 		min, max time.Duration
 	}{
 		{"drain_interval", c.DrainInterval, minDrainInterval, maxDrainInterval},
@@ -99,8 +101,6 @@ func (c *config) validate() error {
 		{"stale_after", c.StaleAfter, c.RescanInterval.Duration, 7 * 24 * time.Hour},
 	} {
 		switch {
-		case d.v.err != nil:
-			return fmt.Errorf("%s: %w", d.key, d.v.err)
 		case d.v.Duration < d.min:
 			return fmt.Errorf("%s: %s is below the minimum of %s", d.key, d.v.Duration, d.min)
 		case d.v.Duration > d.max:
@@ -118,31 +118,6 @@ func (c *config) validate() error {
 
 // livenessCheck tells whether the kernel is asked (unset means true).
 func (c *config) livenessCheck() bool { return c.LivenessCheck == nil || *c.LivenessCheck }
-
-// duration is a time span written as a Go duration string ("100ms") or a
-// number of seconds. A value that is neither does not fail the decode: it
-// is kept in err for validate, which reports it under its key.
-type duration struct {
-	time.Duration
-	err error
-}
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	d.Duration, d.err = 0, nil
-	switch x := v.(type) {
-	case string:
-		d.Duration, d.err = time.ParseDuration(x)
-	case float64:
-		d.Duration = time.Duration(x * float64(time.Second))
-	default:
-		d.err = fmt.Errorf("%s is neither a duration string like \"100ms\" nor a number of seconds", b)
-	}
-	return nil
-}
 
 // buckets are histogram upper bounds in µs: a list of numbers, or NIXL's
 // NIXL_TELEMETRY_HISTOGRAM_BUCKETS_US text ("10, 25.5, 100") so that the
