@@ -262,3 +262,39 @@ func TestReconfigureKeepsTailer(t *testing.T) {
 		t.Error("kmsg: false did not close the log")
 	}
 }
+
+// FuzzTailerSplit: however a stream of records is split over reads, the
+// tailer counts what it counts on the whole stream, and never panics.
+func FuzzTailerSplit(f *testing.F) {
+	f.Add(report+modules+reportBefore, 10)
+	f.Add(strings.TrimSuffix(report, "\n")+"\n"+dictionary+report, 57)
+	f.Add("12,1,2,-;watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [x:1]\n"+report, 0)
+	f.Add(";\n,;\n\n \n", 3)
+	f.Fuzz(func(t *testing.T, stream string, cut int) {
+		if len(stream) > kmsgMaxPending {
+			return // a record that long is dropped, by design
+		}
+		count := func(chunks ...string) uint64 {
+			tl := newKmsgTailer("/dev/kmsg", nil, true, nopWarner{}, func() {})
+			for _, c := range chunks {
+				tl.consume([]byte(c))
+			}
+			return tl.lockups.Load()
+		}
+		if cut < 0 {
+			cut = -cut
+		}
+		if len(stream) > 0 {
+			cut %= len(stream) + 1
+		} else {
+			cut = 0
+		}
+		whole, split := count(stream), count(stream[:cut], stream[cut:])
+		if whole != split {
+			t.Errorf("%d lockups in the whole stream, %d split at %d: %q", whole, split, cut, stream)
+		}
+		if n := uint64(strings.Count(stream, "BUG: soft lockup")); whole > n {
+			t.Errorf("%d lockups counted from %d reports", whole, n)
+		}
+	})
+}
