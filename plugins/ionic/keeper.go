@@ -19,17 +19,18 @@ import (
 //
 //   - readStable reads the file until two reads in a row are identical and
 //     the text is complete (isComplete), a few times at most;
-//   - keeper remembers, per instance, the last accepted file of the current
-//     server process and refuses a read that is incomplete, lost the LIF
-//     block, or has any counter lower than the accepted one: the accepted
-//     values are exported again and the event is counted.
+//   - keeper remembers, per instance, the last accepted values of the
+//     current server process and refuses a read that is incomplete or lost
+//     the LIF block (the accepted values are exported again); of a read it
+//     takes, a counter lower than, or missing against, the accepted one
+//     keeps the accepted value (monotonic). Both are counted as torn.
 //
 // A server restart is a new process (another pid, or the same pid with
 // another start time): its counters start again from zero, and that reset
-// is exported as it is, so rate() sees a real reset. A server that lowers
-// its own counters without restarting is believed after
-// resetConfirmations consecutive complete reads that agree with each
-// other.
+// is exported as it is, so rate() sees a real reset. A server whose write
+// count goes down without a restart has started its statistics again: it
+// is believed after resetConfirmations consecutive complete reads that
+// agree with each other.
 
 const (
 	// maxStatsSize bounds one read of a .stats file (about 5 KiB with a few
@@ -136,7 +137,9 @@ func (k *keeper) accept(id string, inc incarnation, s *stats, trusted bool) (*st
 		e.accepted = s
 	case e.accepted.hasLIF && !s.hasLIF:
 		e.torn++ // cut off before the LIF block
-	case backwards(e.accepted, s):
+	case restarted(e.accepted, s):
+		// The server started its statistics again without restarting,
+		// or a torn read: believed once it holds.
 		e.torn++
 		if e.pending != nil && !backwards(e.pending, s) {
 			e.pendingN++
@@ -148,9 +151,116 @@ func (k *keeper) accept(id string, inc incarnation, s *stats, trusted bool) (*st
 			e.accepted, e.pending, e.pendingN = s, nil, 0
 		}
 	default:
-		e.accepted, e.pending, e.pendingN = s, nil, 0
+		merged, clamped := monotonic(e.accepted, s)
+		if clamped {
+			e.torn++
+		}
+		e.accepted, e.pending, e.pendingN = merged, nil, 0
 	}
 	return e.accepted, e.torn
+}
+
+// restarted reports whether cur looks like statistics started again: a
+// lower write count and device counters lower, none higher. A write count
+// that is only lower because the accepted one was blended by a torn read
+// (see monotonic) comes with counters that kept growing, or stayed.
+func restarted(old, cur *stats) bool {
+	if !lower(old.get(keyWriteCount), cur.get(keyWriteCount)) {
+		return false
+	}
+	anyLower := false
+	for _, c := range instanceCounters {
+		o, v := old.get(c.key), cur.get(c.key)
+		if c.key == keyWriteCount || o.n == nil || v.n == nil {
+			continue
+		}
+		if v.counter() > o.counter() {
+			return false
+		}
+		anyLower = anyLower || v.counter() < o.counter()
+	}
+	return anyLower
+}
+
+// lower reports whether cur's counter is below old's.
+func lower(old, cur value) bool { return cur.counter() < old.counter() }
+
+// monotonic returns cur with every counter that is missing, not an integer
+// or lower than in old replaced by old's value, and whether it replaced
+// any. Even a stable, complete read can mix two writes: when the new text
+// has the old one's length, a read that spans the rewrite is well formed,
+// and a number cut at the seam is a blend of two values that may be
+// higher than both (new 12650196, old 12637495: "1265"+"7495"). The next
+// reads are then lower; taking the maximum keeps every counter from going
+// backwards, at the price of holding a blended one flat until the real
+// value passes it. A QP whose counters are all lower is a new QP that got
+// an old handle: its values are taken as they are.
+func monotonic(old, cur *stats) (*stats, bool) {
+	clamped := false
+	keep := func(o, c value) value {
+		if o.n == nil || (c.n != nil && c.counter() >= o.counter()) {
+			return c
+		}
+		clamped = true
+		return o
+	}
+	m := *cur
+	m.values = make(map[string]value, len(cur.values))
+	for k, v := range cur.values {
+		m.values[k] = v
+	}
+	for _, c := range instanceCounters {
+		if o, ok := old.values[c.key]; ok {
+			m.values[c.key] = keep(o, cur.values[c.key])
+		}
+	}
+	m.qps = make([]qpSection, len(cur.qps))
+	for i, q := range cur.qps {
+		m.qps[i] = qpSection{handle: q.handle, values: make(map[string]value, len(q.values))}
+		for k, v := range q.values {
+			m.qps[i].values[k] = v
+		}
+		oq := old.qp(q.handle)
+		if oq == nil || renewed(oq, &q) {
+			continue
+		}
+		for _, c := range qpCounters {
+			if o, ok := oq.values[c.key]; ok {
+				m.qps[i].values[c.key] = keep(o, q.values[c.key])
+			}
+		}
+	}
+	ol := make(map[string]value, len(old.lif))
+	for _, l := range old.lif {
+		ol[l.name] = l.v
+	}
+	m.lif = make([]lifValue, len(cur.lif))
+	for i, l := range cur.lif {
+		m.lif[i] = l
+		if o, ok := ol[l.name]; ok {
+			m.lif[i].v = keep(o, l.v)
+		}
+	}
+	return &m, clamped
+}
+
+// renewed reports whether every counter the two sections both have is
+// lower in cur (and at least one is): a new QP, not a torn read, which
+// leaves counters equal or higher.
+func renewed(old, cur *qpSection) bool {
+	n := 0
+	for _, c := range qpCounters {
+		o, ok1 := old.values[c.key]
+		v, ok2 := cur.values[c.key]
+		if !ok1 || !ok2 || o.n == nil || v.n == nil {
+			continue
+		}
+		if v.counter() >= o.counter() {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // sweep forgets the instances not seen since the last sweep (removed from
@@ -167,7 +277,6 @@ func (k *keeper) sweep() {
 // backwards reports whether any counter of cur is lower than in old: the
 // write count, the device keys, the QPs and LIF lines present in both.
 func backwards(old, cur *stats) bool {
-	lower := func(a, b value) bool { return b.counter() < a.counter() }
 	if lower(old.get(keyWriteCount), cur.get(keyWriteCount)) {
 		return true
 	}

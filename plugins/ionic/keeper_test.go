@@ -253,3 +253,59 @@ func TestConcurrentWriter(t *testing.T) {
 	}
 	t.Logf("%d collects, %d writes, %v torn reads refused, last write count seen %v", collects, writes.Load(), torn, got)
 }
+
+// TestKeeperBlendedReads: a complete, stable read that spans a rewrite of
+// the same length blends two values at the seam, possibly above both. The
+// accepted value then holds until the real one passes it: no counter goes
+// backwards, a blended write count is not mistaken for restarted
+// statistics, and a QP whose counters all dropped is a new QP.
+func TestKeeperBlendedReads(t *testing.T) {
+	k := newKeeper()
+	inc := incarnation{pid: 9}
+	blend := func(n uint64, key, v string) *stats {
+		s := parseStats(renderStats(n, true))
+		s.values[key] = parseValue(v)
+		return s
+	}
+	k.accept("1", inc, parseStats(renderStats(995, true)), true)
+	// reset_count of write 996 is 12650196, of 995 12637495; the seam
+	// gives 12657495.
+	k.accept("1", inc, blend(996, "reset_count", "12657495"), true)
+	got, torn := k.accept("1", inc, parseStats(renderStats(996, true)), true)
+	if v := got.get("reset_count").counter(); v != 12657495 || torn != 1 {
+		t.Errorf("reset_count %v (torn %v), want the blended 12657495 held", v, torn)
+	}
+	if v := got.get("commands").counter(); v != 996*977 {
+		t.Errorf("commands %v: the other counters must move on", v)
+	}
+	got, _ = k.accept("1", inc, parseStats(renderStats(997, true)), true)
+	if v := got.get("reset_count").counter(); v != 997*13*977 {
+		t.Errorf("reset_count %v after the real value passed the blend", v)
+	}
+
+	// A blended write count, then real reads with a lower one but growing
+	// counters: held, not a restart.
+	k.accept("1", inc, blend(998, keyWriteCount, "1998"), true)
+	for n := uint64(999); n < 999+resetConfirmations+1; n++ {
+		got, _ = k.accept("1", inc, parseStats(renderStats(n, true)), true)
+		if wc := got.get(keyWriteCount).counter(); wc != 1998 {
+			t.Fatalf("write %d: write count %v, want 1998 held", n, wc)
+		}
+		if v := got.get("commands").counter(); v != float64(n*977) {
+			t.Fatalf("write %d: commands %v", n, v)
+		}
+	}
+
+	// A QP whose counters all dropped is a new QP under an old handle.
+	renewedQP := parseStats(renderStats(2000, true))
+	for _, c := range qpCounters {
+		renewedQP.qp("17").values[c.key] = parseValue("1")
+	}
+	got, _ = k.accept("1", inc, renewedQP, true)
+	if v := got.qp("17").values["bytes_sent"].counter(); v != 1 {
+		t.Errorf("renewed QP 17: bytes_sent %v, want 1", v)
+	}
+	if v := got.qp("18").values["bytes_sent"].counter(); v != 2000*3*131 {
+		t.Errorf("QP 18: bytes_sent %v", v)
+	}
+}

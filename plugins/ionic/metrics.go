@@ -62,7 +62,7 @@ var (
 // The plugin's own health (plexporter families, not ernic-exporter's).
 var (
 	descCollectionErrors = sdk.NewDesc("ionic_collection_errors_total", sdk.Counter, "Failures while reading or parsing a source, by collector (manifest, stats, procfs).", "collector")
-	descTornReads        = sdk.NewDesc("ionic_ernic_stats_torn_reads_total", sdk.Counter, "Reads of the instance's statistics file that were incomplete, changed while read or went backwards within one server process; the last complete values were exported instead.", lID, lRole)
+	descTornReads        = sdk.NewDesc("ionic_ernic_stats_torn_reads_total", sdk.Counter, "Reads of the instance's statistics file that were refused (incomplete, changing while read) or had a counter held at its last value (missing, or lower within one server process).", lID, lRole)
 	descOrphanStats      = sdk.NewDesc("ionic_ernic_orphan_stats_files", sdk.Gauge, "<id>.stats files in the run directory whose id is not in instances.json (ignored, like ernic-exporter does).")
 )
 
