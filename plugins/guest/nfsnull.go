@@ -67,6 +67,15 @@ func nfsNull(ctx context.Context, addr string, version uint32) error {
 	if _, err := io.ReadFull(conn, reply); err != nil {
 		return fmt.Errorf("read reply: %w", err)
 	}
+	return checkNullReply(reply, xid)
+}
+
+// checkNullReply checks an RPC reply (without its record marker) to the
+// NULL call xid: ours, accepted, executed.
+func checkNullReply(reply []byte, xid uint32) error {
+	if len(reply) < 24 {
+		return fmt.Errorf("reply of %d bytes is not an RPC reply", len(reply))
+	}
 	word := func(i int) uint32 { return binary.BigEndian.Uint32(reply[i:]) }
 	switch {
 	case word(0) != xid:
@@ -77,9 +86,12 @@ func nfsNull(ctx context.Context, addr string, version uint32) error {
 		return fmt.Errorf("call denied (reply_stat %d)", word(8))
 	}
 	// Skip the verifier: flavor (12), length (16), body padded to 4 bytes.
-	vlen := int(word(16))
-	off := 20 + (vlen+3)&^3
-	if vlen > rpcMaxReply || off+4 > len(reply) {
+	vlen := word(16)
+	if vlen > rpcMaxReply {
+		return errors.New("reply truncated in the verifier")
+	}
+	off := 20 + int(vlen+3)&^3
+	if off+4 > len(reply) {
 		return errors.New("reply truncated in the verifier")
 	}
 	if st := word(off); st != rpcSuccess {

@@ -310,3 +310,17 @@ func TestNotPermitted(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCheckNullReply: any reply is an error or a success, never a panic;
+// a success is an accepted, executed reply to our xid.
+func FuzzCheckNullReply(f *testing.F) {
+	f.Add(rpcReplyMsg(7, rpcMsgAccepted, rpcSuccess)[4:], uint32(7))
+	f.Add(rpcReplyMsg(7, rpcMsgAccepted, 1)[4:], uint32(7))
+	f.Add([]byte{0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}, uint32(7))
+	f.Fuzz(func(t *testing.T, reply []byte, xid uint32) {
+		if checkNullReply(reply, xid) == nil &&
+			(binary.BigEndian.Uint32(reply) != xid || binary.BigEndian.Uint32(reply[4:]) != rpcReply || binary.BigEndian.Uint32(reply[8:]) != rpcMsgAccepted) {
+			t.Errorf("accepted %x for xid %#x", reply, xid)
+		}
+	})
+}
