@@ -778,8 +778,34 @@ type FamilyChunk struct {
 	BucketCounts []uint64 `protobuf:"varint,10,rep,packed,name=bucket_counts,json=bucketCounts,proto3" json:"bucket_counts,omitempty"`
 	// Summary: quantile values, len(bounds) per sample.
 	QuantileValues []float64 `protobuf:"fixed64,11,rep,packed,name=quantile_values,json=quantileValues,proto3" json:"quantile_values,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The bucket schema of each sample, -4 to 8: each power of two is split
+	// into 2^schema exponential buckets.
+	NativeSchemas []int32 `protobuf:"zigzag32,12,rep,packed,name=native_schemas,json=nativeSchemas,proto3" json:"native_schemas,omitempty"`
+	// The width of each sample's zero bucket: observations in
+	// [-threshold, threshold] count there. At least 0.
+	NativeZeroThresholds []float64 `protobuf:"fixed64,13,rep,packed,name=native_zero_thresholds,json=nativeZeroThresholds,proto3" json:"native_zero_thresholds,omitempty"`
+	// The observation count of each sample's zero bucket.
+	NativeZeroCounts []uint64 `protobuf:"varint,14,rep,packed,name=native_zero_counts,json=nativeZeroCounts,proto3" json:"native_zero_counts,omitempty"`
+	// How many positive spans, then how many negative spans, each sample has.
+	NativePositiveSpanCounts []uint32 `protobuf:"varint,15,rep,packed,name=native_positive_span_counts,json=nativePositiveSpanCounts,proto3" json:"native_positive_span_counts,omitempty"`
+	NativeNegativeSpanCounts []uint32 `protobuf:"varint,16,rep,packed,name=native_negative_span_counts,json=nativeNegativeSpanCounts,proto3" json:"native_negative_span_counts,omitempty"`
+	// The spans of every sample, sample after sample, each sample's positive
+	// spans first, then its negative ones (as client_model's BucketSpan):
+	// the first span's offset is the index of its first bucket, a later
+	// span's offset the gap of empty buckets since the previous span (at
+	// least 0). The two columns pair up; their length is the sum of both
+	// span-count columns.
+	NativeSpanOffsets []int32  `protobuf:"zigzag32,17,rep,packed,name=native_span_offsets,json=nativeSpanOffsets,proto3" json:"native_span_offsets,omitempty"`
+	NativeSpanLengths []uint32 `protobuf:"varint,18,rep,packed,name=native_span_lengths,json=nativeSpanLengths,proto3" json:"native_span_lengths,omitempty"`
+	// The bucket counts of every sample as deltas, sample after sample: a
+	// sample's positive buckets (as many as its positive spans' lengths add
+	// up to), each the difference to the previous positive bucket (the first
+	// to 0), then its negative buckets the same way. Every bucket's count so
+	// reconstructed is at least 0, and the zero bucket and all buckets add up
+	// to the sample's count (at most it when the sum is NaN).
+	NativeDeltas  []int64 `protobuf:"zigzag64,19,rep,packed,name=native_deltas,json=nativeDeltas,proto3" json:"native_deltas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FamilyChunk) Reset() {
@@ -889,6 +915,62 @@ func (x *FamilyChunk) GetQuantileValues() []float64 {
 	return nil
 }
 
+func (x *FamilyChunk) GetNativeSchemas() []int32 {
+	if x != nil {
+		return x.NativeSchemas
+	}
+	return nil
+}
+
+func (x *FamilyChunk) GetNativeZeroThresholds() []float64 {
+	if x != nil {
+		return x.NativeZeroThresholds
+	}
+	return nil
+}
+
+func (x *FamilyChunk) GetNativeZeroCounts() []uint64 {
+	if x != nil {
+		return x.NativeZeroCounts
+	}
+	return nil
+}
+
+func (x *FamilyChunk) GetNativePositiveSpanCounts() []uint32 {
+	if x != nil {
+		return x.NativePositiveSpanCounts
+	}
+	return nil
+}
+
+func (x *FamilyChunk) GetNativeNegativeSpanCounts() []uint32 {
+	if x != nil {
+		return x.NativeNegativeSpanCounts
+	}
+	return nil
+}
+
+func (x *FamilyChunk) GetNativeSpanOffsets() []int32 {
+	if x != nil {
+		return x.NativeSpanOffsets
+	}
+	return nil
+}
+
+func (x *FamilyChunk) GetNativeSpanLengths() []uint32 {
+	if x != nil {
+		return x.NativeSpanLengths
+	}
+	return nil
+}
+
+func (x *FamilyChunk) GetNativeDeltas() []int64 {
+	if x != nil {
+		return x.NativeDeltas
+	}
+	return nil
+}
+
 var File_plexporter_plugin_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_plexporter_plugin_v1_plugin_proto_rawDesc = "" +
@@ -935,7 +1017,7 @@ const file_plexporter_plugin_v1_plugin_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"`\n" +
 	"\x05Batch\x12\x18\n" +
 	"\astrings\x18\x01 \x03(\fR\astrings\x12=\n" +
-	"\bfamilies\x18\x02 \x03(\v2!.plexporter.plugin.v1.FamilyChunkR\bfamilies\"\xd9\x02\n" +
+	"\bfamilies\x18\x02 \x03(\v2!.plexporter.plugin.v1.FamilyChunkR\bfamilies\"\xe7\x05\n" +
 	"\vFamilyChunk\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\rR\x04name\x124\n" +
 	"\x04type\x18\x02 \x01(\x0e2 .plexporter.plugin.v1.MetricTypeR\x04type\x12\x12\n" +
@@ -949,7 +1031,15 @@ const file_plexporter_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x06bounds\x18\t \x03(\x01R\x06bounds\x12#\n" +
 	"\rbucket_counts\x18\n" +
 	" \x03(\x04R\fbucketCounts\x12'\n" +
-	"\x0fquantile_values\x18\v \x03(\x01R\x0equantileValues*\xa6\x01\n" +
+	"\x0fquantile_values\x18\v \x03(\x01R\x0equantileValues\x12%\n" +
+	"\x0enative_schemas\x18\f \x03(\x11R\rnativeSchemas\x124\n" +
+	"\x16native_zero_thresholds\x18\r \x03(\x01R\x14nativeZeroThresholds\x12,\n" +
+	"\x12native_zero_counts\x18\x0e \x03(\x04R\x10nativeZeroCounts\x12=\n" +
+	"\x1bnative_positive_span_counts\x18\x0f \x03(\rR\x18nativePositiveSpanCounts\x12=\n" +
+	"\x1bnative_negative_span_counts\x18\x10 \x03(\rR\x18nativeNegativeSpanCounts\x12.\n" +
+	"\x13native_span_offsets\x18\x11 \x03(\x11R\x11nativeSpanOffsets\x12.\n" +
+	"\x13native_span_lengths\x18\x12 \x03(\rR\x11nativeSpanLengths\x12#\n" +
+	"\rnative_deltas\x18\x13 \x03(\x12R\fnativeDeltas*\xa6\x01\n" +
 	"\n" +
 	"MetricType\x12\x1b\n" +
 	"\x17METRIC_TYPE_UNSPECIFIED\x10\x00\x12\x17\n" +
