@@ -112,6 +112,10 @@ unit:
 	@# fuzz run of the ring decoder beyond its seeds
 	CGO_ENABLED=1 $(GO) test -count=1 -race -short ./plugins/nixl/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./plugins/nixl/
+	@# guest's kmsg tailer, prober and statfs runner run beside the scrapes:
+	@# the race detector, then a short fuzz run of the tailer's record split
+	CGO_ENABLED=1 $(GO) test -count=1 -race -short ./plugins/guest/
+	$(GO) test -run '^$$' -fuzz '^FuzzTailerSplit$$' -fuzztime 10s ./plugins/guest/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
