@@ -56,6 +56,9 @@ type config struct {
 	FilesystemTypes []string `json:"filesystem_types"`
 	// MountPointsExclude leaves mount points out by path.
 	MountPointsExclude string `json:"mount_points_exclude"`
+	// MountinfoPID is the process whose mount table is read
+	// (<procfs>/<pid>/mountinfo); 0 is the plugin's own (self).
+	MountinfoPID int `json:"mountinfo_pid"`
 	// StatfsTimeout bounds the statfs calls of a scrape.
 	StatfsTimeout duration `json:"statfs_timeout"`
 	// Kmsg enables the soft-lockup tailer (default true).
@@ -116,6 +119,9 @@ func (c *config) validate() error {
 		}
 	}
 	c.FilesystemTypes = types
+	if c.MountinfoPID < 0 {
+		return fmt.Errorf("mountinfo_pid: %d is not a process id (0 for the plugin's own mount table)", c.MountinfoPID)
+	}
 	if c.StatfsTimeout.err != nil {
 		return fmt.Errorf("statfs_timeout: %w", c.StatfsTimeout.err)
 	}

@@ -21,6 +21,7 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 		"disk_devices":         "^vd[a-z]$",
 		"filesystem_types":     []any{"ext4", " xfs", "ext4"},
 		"mount_points_exclude": "^/boot",
+		"mountinfo_pid":        1,
 		"statfs_timeout":       "250ms",
 		"kmsg":                 true,
 		"kmsg_path":            "/host/dev/kmsg",
@@ -37,7 +38,7 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 	}
 	c := p.cfg
 	if !c.diskRE.MatchString("vda") || c.diskRE.MatchString("vda1") || !slices.Equal(c.FilesystemTypes, []string{"ext4", "xfs"}) ||
-		!c.excludeRE.MatchString("/boot/efi") || c.StatfsTimeout.Duration != 250*time.Millisecond ||
+		!c.excludeRE.MatchString("/boot/efi") || c.StatfsTimeout.Duration != 250*time.Millisecond || c.MountinfoPID != 1 ||
 		opened != "/host/dev/kmsg" || p.tailer == nil {
 		t.Errorf("configured %+v (kmsg opened: %q)", c, opened)
 	}
@@ -94,6 +95,8 @@ func TestConfigureRejects(t *testing.T) {
 		{Raw: map[string]any{"filesystem_types": []any{"ext4", " "}}, Key: "filesystem_types[1]", Detail: "empty filesystem type"},
 		{Raw: map[string]any{"filesystem_types": []any{"ext4,xfs"}}, Key: "filesystem_types[0]", Detail: "is not a filesystem type name"},
 		{Raw: map[string]any{"filesystem_types": "ext4"}, Key: "filesystem_types", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"mountinfo_pid": -1}, Key: "mountinfo_pid", Detail: "-1 is not a process id"},
+		{Raw: map[string]any{"mountinfo_pid": "init"}, Key: "mountinfo_pid", Detail: "cannot unmarshal"},
 		{Raw: map[string]any{"statfs_timeout": "1ms"}, Key: "statfs_timeout", Detail: "below the minimum of 10ms"},
 		{Raw: map[string]any{"statfs_timeout": "soon"}, Key: "statfs_timeout", Detail: "invalid duration"},
 		{Raw: map[string]any{"statfs_timeout": true}, Key: "statfs_timeout", Detail: "neither a duration string"},

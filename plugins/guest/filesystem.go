@@ -35,11 +35,16 @@ type mount struct {
 	path                       string // mountPoint under the host's root filesystem
 }
 
-// mountsFunc reads the mount table: <procfs>/self/mountinfo (procfs's
-// GetMounts); the demo build replays a capture.
-type mountsFunc func(procfs.FS) ([]*procfs.MountInfo, error)
+// mountsFunc reads the mount table of process pid: <procfs>/<pid>/mountinfo,
+// <procfs>/self/mountinfo for pid 0; the demo build replays a capture.
+type mountsFunc func(pfs procfs.FS, pid int) ([]*procfs.MountInfo, error)
 
-func readMountinfo(pfs procfs.FS) ([]*procfs.MountInfo, error) { return pfs.GetMounts() }
+func readMountinfo(pfs procfs.FS, pid int) ([]*procfs.MountInfo, error) {
+	if pid > 0 {
+		return pfs.GetProcMounts(pid)
+	}
+	return pfs.GetMounts()
+}
 
 // selectMounts returns the mounts of the wanted types that exclude does not
 // match, the first mount point of each filesystem only: a bind mount or a

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -137,7 +139,7 @@ func TestSelectMounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	infos, err := readMountinfo(pfs)
+	infos, err := readMountinfo(pfs, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func TestSelectMounts(t *testing.T) {
 		t.Errorf("no types: %v", ms)
 	}
 	empty, _ := procfs.NewFS(t.TempDir())
-	if _, err := readMountinfo(empty); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := readMountinfo(empty, 0); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing mountinfo: %v, want not exist", err)
 	}
 }
@@ -189,4 +191,26 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not met within 5s")
+}
+
+// TestMountinfoPID: mountinfo_pid reads another process's mount table (the
+// node's init from a pod: /host/proc/1/mountinfo), the mount points still
+// under the host's root filesystem.
+func TestMountinfoPID(t *testing.T) {
+	opts := fixtureOptions(t, "vm", map[string]any{"mountinfo_pid": 1})
+	node := "22 1 253:16 / / rw,relatime shared:1 - xfs /dev/vdb rw\n" +
+		"23 22 0:21 / /proc rw,relatime shared:12 - proc proc rw\n"
+	if err := os.MkdirAll(filepath.Join(opts.Procfs, "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(opts.Procfs, "1", "mountinfo"), []byte(node), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := sdktest.Run(t, fixturePlugin(t, &fakeStatfs{}), opts)
+	if len(res.Errors) != 0 {
+		t.Fatalf("errors: %v", res.Errors)
+	}
+	text := res.Text(t)
+	mustContain(t, text, `disk_size_bytes{device="vdb",mount_point="/",fstype="xfs"} 3.221225472e+10`)
+	sdktest.Lacks(t, text, `mount_point="/data"`, `device="vda1"`)
 }

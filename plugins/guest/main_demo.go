@@ -49,7 +49,7 @@ func main() {
 	sdk.Serve(p)
 }
 
-func readDemoMounts(procfs.FS) ([]*procfs.MountInfo, error) { return demoMounts, nil }
+func readDemoMounts(procfs.FS, int) ([]*procfs.MountInfo, error) { return demoMounts, nil }
 
 // demoStatfs answers by mount point: the demo's host root is "/", so the
 // path statfs is given is the mount point itself.

@@ -214,7 +214,7 @@ func (p *plugin) probeTargets(c config, paths sdk.Paths) func() ([]probeTarget, 
 		var err error
 		if c.NFSProbe {
 			var servers []nfsServer
-			servers, err = p.nfsServers(paths.Procfs)
+			servers, err = p.nfsServers(paths.Procfs, c.MountinfoPID)
 			for _, s := range servers {
 				out = append(out, probeTarget{probeNFS, s.addr, func(ctx context.Context) error { return nfsNull(ctx, s.addr, s.version) }})
 			}
@@ -227,12 +227,12 @@ func (p *plugin) probeTargets(c config, paths sdk.Paths) func() ([]probeTarget, 
 }
 
 // nfsServers lists the NFS servers of the mount table, each once.
-func (p *plugin) nfsServers(procRoot string) ([]nfsServer, error) {
+func (p *plugin) nfsServers(procRoot string, pid int) ([]nfsServer, error) {
 	pfs, err := procfs.NewFS(procRoot)
 	if err != nil {
 		return nil, err
 	}
-	infos, err := p.readMounts(pfs)
+	infos, err := p.readMounts(pfs, pid)
 	if err != nil {
 		return nil, fmt.Errorf("list the NFS servers to probe: %w", err)
 	}
@@ -309,7 +309,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 // collectFilesystems statfs's the selected mounts, never past the scrape's
 // deadline (less statfsReserve) nor statfs_timeout.
 func (p *plugin) collectFilesystems(ctx context.Context, w *sdk.Writer, src sources, rootfs string, c config, fail failFunc) {
-	infos, err := p.readMounts(src.proc)
+	infos, err := p.readMounts(src.proc, c.MountinfoPID)
 	if err != nil {
 		fail(collectorFilesystem, err)
 		return
