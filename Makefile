@@ -28,10 +28,9 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
 
 all: build
 
-# Plugins built with cgo, dynamically linked against libc: plexporter-so
-# loads collectors with dlopen (plugins/so/README.md says what its sandbox
-# needs for that). Every other binary stays static.
-CGO_PLUGINS := so
+# Plugins built with cgo, dynamically linked against libc (the list and
+# why: deploy/cgo-plugins). Every other binary stays static.
+CGO_PLUGINS := $(strip $(shell sed -e 's/\#.*//' deploy/cgo-plugins))
 CC ?= gcc
 
 ## build: bin/plexporter and bin/plugins/plexporter-<name> with each manifest,

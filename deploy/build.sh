@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # deploy/build.sh OUTDIR — the release binaries, reproducibly: OUTDIR/plexporter
-# and OUTDIR/plexporter-<name> for every plugin, static (CGO_ENABLED=0),
+# and OUTDIR/plexporter-<name> for every plugin, static (CGO_ENABLED=0) but
+# for those in deploy/cgo-plugins (dynamic against libc),
 # built with -trimpath, -buildvcs=false and -ldflags=-buildid=, stamped with
 # VERSION, REVISION and SOURCE_DATE_EPOCH (defaults from git). Shared by
 # package.sh (the .debs) and image-rootfs.sh (the container image), so both
@@ -23,11 +24,15 @@ pkg=github.com/prometheus/common/version
 ldflags="-buildid= -X $pkg.Version=$VERSION -X $pkg.Revision=$REVISION -X $pkg.Branch=main"
 ldflags+=" -X $pkg.BuildDate=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y%m%dT%H%M%SZ)"
 mkdir -p "$out"
-build() { # build <output name> <package dir>
-	"$GO" build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$out/$1" "./$2"
+build() { # build <output name> <package dir> [CGO_ENABLED]
+	CGO_ENABLED=${3:-0} "$GO" build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$out/$1" "./$2"
 }
 build plexporter host
 for m in plugins/*/main.go; do
 	p=$(basename "$(dirname "$m")")
-	build "plexporter-$p" "plugins/$p"
+	if grep -qx "$p" deploy/cgo-plugins; then
+		build "plexporter-$p" "plugins/$p" 1
+	else
+		build "plexporter-$p" "plugins/$p"
+	fi
 done

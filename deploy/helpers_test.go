@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +52,53 @@ func shipped(t testing.TB) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// cgoPlugins are the plugins deploy/cgo-plugins lists: built with cgo,
+// dynamically linked against libc, so their packages depend on libc6 and
+// the FROM-scratch image leaves them out.
+func cgoPlugins(t testing.TB) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "cgo-plugins"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if name, _, _ := strings.Cut(line, "#"); strings.TrimSpace(name) != "" {
+			out[strings.TrimSpace(name)] = true
+		}
+	}
+	return out
+}
+
+// staticPlugins are the shipped plugins that are not cgo plugins: the
+// ones in the container image.
+func staticPlugins(t testing.TB) []string {
+	t.Helper()
+	cgo := cgoPlugins(t)
+	var out []string
+	for _, p := range shipped(t) {
+		if !cgo[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// checkDynamic fails unless path is linked against libc through the
+// system's dynamic loader (a cgo plugin).
+func checkDynamic(t testing.TB, path string) {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Errorf("%s: not an ELF file: %v", path, err)
+		return
+	}
+	defer f.Close()
+	if libs, _ := f.ImportedLibraries(); !slices.Contains(libs, "libc.so.6") {
+		t.Errorf("%s imports %v, want libc.so.6 (a cgo plugin)", path, libs)
+	}
 }
 
 // sharedDirs are removed after all tests (TestMain).

@@ -27,6 +27,11 @@ deploy/build.sh "$build"
 install -m 0755 "$build/plexporter" "$root/usr/bin/plexporter"
 for m in plugins/*/main.go; do
 	p=$(basename "$(dirname "$m")")
+	# FROM scratch: no dynamic loader, no libc for the cgo plugins
+	# (deploy/cgo-plugins); they ship in the .debs only.
+	if grep -qx "$p" deploy/cgo-plugins; then
+		continue
+	fi
 	install -m 0755 "$build/plexporter-$p" "$root/usr/lib/plexporter/plugins/plexporter-$p"
 	install -m 0644 "plugins/$p/plexporter-$p.yaml" "$root/usr/lib/plexporter/plugins/plexporter-$p.yaml"
 done

@@ -49,7 +49,7 @@ func TestImageRootfs(t *testing.T) {
 		"/etc/passwd":         0o644,
 		"/etc/group":          0o644,
 	}
-	for _, p := range shipped(t) {
+	for _, p := range staticPlugins(t) {
 		want["/usr/lib/plexporter/plugins/plexporter-"+p] = 0o755
 		want["/usr/lib/plexporter/plugins/plexporter-"+p+".yaml"] = 0o644
 	}
@@ -98,7 +98,7 @@ func TestImageRootfs(t *testing.T) {
 		t.Errorf("/etc/plexporter/plugins.d is the operator's: the image leaves it empty, has %d entries", len(entries))
 	}
 	checkStatic(t, filepath.Join(root, "usr/bin/plexporter"))
-	for _, p := range shipped(t) {
+	for _, p := range staticPlugins(t) {
 		checkStatic(t, filepath.Join(root, "usr/lib/plexporter/plugins/plexporter-"+p))
 		sameFile(t, filepath.Join(root, "usr/lib/plexporter/plugins/plexporter-"+p+".yaml"), filepath.Join(repoRoot(t), "plugins", p, "plexporter-"+p+".yaml"))
 	}
@@ -173,7 +173,7 @@ exec chroot "$1" /usr/bin/plexporter --log.level=debug plugins`
 	if err != nil {
 		t.Fatalf("plexporter plugins in the image: %v\n%s", err, out)
 	}
-	for _, p := range shipped(t) {
+	for _, p := range staticPlugins(t) {
 		found := false
 		for _, line := range strings.Split(string(out), "\n") {
 			if f := strings.Fields(line); len(f) >= 3 && f[0] == p {

@@ -93,8 +93,14 @@ for p in "${plugins[@]}"; do
 	fi
 	echo "package plexporter-plugin-$p"
 	sbom "plexporter-plugin-$p" "$PKG_BUILD/bin/plexporter-$p"
+	config=deploy/nfpm/plugin.yaml
+	if grep -qx "$p" deploy/cgo-plugins; then
+		# Linked against the system's libc (deploy/cgo-plugins).
+		config=$PKG_BUILD/plugin-$p.yaml
+		sed '/^depends:/a\  - libc6' deploy/nfpm/plugin.yaml >"$config"
+	fi
 	PLUGIN=$p PLUGIN_DESCRIPTION=$(sed -n 's/^description: *//p' "$manifest") \
-		deb "plexporter-plugin-$p" deploy/nfpm/plugin.yaml
+		deb "plexporter-plugin-$p" "$config"
 done
 
 (cd "$PKG_OUT" && sha256sum -- *.deb *.cdx.json >SHA256SUMS)

@@ -187,8 +187,13 @@ func TestPluginPackages(t *testing.T) {
 	root := repoRoot(t)
 	version, _ := field(b.Debs["plexporter"], "Version")
 	names := []string{"plexporter"}
+	cgo := cgoPlugins(t)
 	for _, p := range shipped(t) {
 		pkg := "plexporter-plugin-" + p
+		depends := "plexporter (>= " + version + ")"
+		if cgo[p] {
+			depends = "libc6, " + depends // nfpm writes them sorted
+		}
 		names = append(names, pkg)
 		deb, ok := b.Debs[pkg]
 		if !ok {
@@ -198,7 +203,7 @@ func TestPluginPackages(t *testing.T) {
 		for name, want := range map[string]string{
 			"Architecture": runtime.GOARCH,
 			"Version":      version,
-			"Depends":      "plexporter (>= " + version + ")",
+			"Depends":      depends,
 		} {
 			if got, err := field(deb, name); err != nil || got != want {
 				t.Errorf("%s: %s is %q (%v), want %q", pkg, name, got, err, want)
@@ -218,7 +223,11 @@ func TestPluginPackages(t *testing.T) {
 			t.Errorf("%s has conffiles %v; a manifest is the plugin's, operators override it in the config file", pkg, c)
 		}
 		sameFile(t, filepath.Join(fs, bin+".yaml"), filepath.Join(root, "plugins", p, "plexporter-"+p+".yaml"))
-		checkStatic(t, filepath.Join(fs, bin))
+		if cgo[p] {
+			checkDynamic(t, filepath.Join(fs, bin))
+		} else {
+			checkStatic(t, filepath.Join(fs, bin))
+		}
 		checkSBOM(t, filepath.Join(fs, "usr/share/doc", pkg, "sbom.cdx.json"), filepath.Join(fs, bin))
 	}
 	var made []string
