@@ -118,8 +118,20 @@ func (c Class) Ports(device string) ([]Port, error) {
 func (p Port) NetDev() string {
 	dir := filepath.Join(p.Dir, "gid_attrs", "ndevs")
 	entries, _ := sysfs.Numbered(dir, "") // unreadable: no netdev
+	return firstNetDev(entries, func(name string) (string, error) { return sysfs.ReadAttr(filepath.Join(dir, name)) })
+}
+
+// NetDevIn is NetDev for a reader that holds the port's gid_attrs/ndevs
+// directory open (refreshed by the caller); buf is its scratch space.
+func NetDevIn(ndevs *sysfs.Dir, buf *sysfs.Buffer) string {
+	return firstNetDev(ndevs.Numbered(""), func(name string) (string, error) { return ndevs.ReadAttr(name, buf) })
+}
+
+// firstNetDev is the value of the lowest-numbered ndevs entry that reads
+// as a name; see NetDev for why the lowest.
+func firstNetDev(entries []sysfs.Entry, read func(name string) (string, error)) string {
 	for _, e := range entries {
-		if v, err := sysfs.ReadAttr(filepath.Join(dir, e.Name)); err == nil && v != "" {
+		if v, err := read(e.Name); err == nil && v != "" {
 			return v
 		}
 	}

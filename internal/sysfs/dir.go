@@ -4,9 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"slices"
-	"strconv"
-	"strings"
 )
 
 // Names lists the entries of a sysfs directory in name order. A missing
@@ -40,18 +37,11 @@ func Numbered(dir, prefix string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Entry
-	for _, e := range entries {
-		digits, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok {
-			continue
-		}
-		if n, err := strconv.Atoi(digits); err == nil && n >= 0 && strconv.Itoa(n) == digits {
-			out = append(out, Entry{Name: e.Name(), Num: n})
-		}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
 	}
-	slices.SortFunc(out, func(a, b Entry) int { return a.Num - b.Num })
-	return out, nil
+	return numbered(names, prefix), nil
 }
 
 // readDir is os.ReadDir with a missing directory as (nil, nil).

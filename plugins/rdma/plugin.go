@@ -62,6 +62,9 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.sysfs != nil {
+		p.sysfs.close() // the descriptors it holds
+	}
 	p.sysfs = newSysfsReader(cfg.Paths.Sysfs, c.ExcludeDevices)
 	p.optional = c.optionalCounters()
 	p.qp = c.QPCounters

@@ -44,14 +44,17 @@ type deviceData struct {
 	errs     []error // skipped files, each counted in rdma_scrape_errors_total
 }
 
-// staticInfo is what does not change while a device exists: its PCI
-// identity and its HCA identity, cached with the inode of the device
-// directory they were read from (a firmware update re-probes the device,
-// which makes a new directory).
-type staticInfo struct {
+// heldDevice is what the reader keeps of a device between collects, for as
+// long as its directory is the same kernfs node (a device removed and
+// re-added, or re-probed by a firmware update, gets a new one): what does
+// not change while it exists (its PCI and HCA identity), and its directory
+// held open with the port attributes read through it (sysfs.Dir), so a
+// collect re-reads them without opening them again.
+type heldDevice struct {
 	ino uint64
 	rdmasysfs.Identity
 	ident deviceIdent
+	dir   *sysfs.Dir
 }
 
 // deviceIdent is the device identity node_exporter's infiniband collector
@@ -73,13 +76,14 @@ func (r *sysfsReader) readIdent(name string) deviceIdent {
 type sysfsReader struct {
 	class   rdmasysfs.Class
 	exclude map[string]bool
+	fds     *sysfs.FDBudget // the descriptors held open, within RLIMIT_NOFILE
 
 	mu    sync.Mutex
-	cache map[string]staticInfo
+	cache map[string]*heldDevice
 }
 
 func newSysfsReader(root string, exclude []string) *sysfsReader {
-	r := &sysfsReader{class: rdmasysfs.Class{Sysfs: root}, exclude: map[string]bool{}, cache: map[string]staticInfo{}}
+	r := &sysfsReader{class: rdmasysfs.Class{Sysfs: root}, exclude: map[string]bool{}, fds: sysfs.NewFDBudget(), cache: map[string]*heldDevice{}}
 	for _, d := range exclude {
 		r.exclude[d] = true
 	}
@@ -128,68 +132,109 @@ func (r *sysfsReader) devices(ctx context.Context) ([]deviceData, error) {
 	return devs, nil
 }
 
-// prune forgets cached devices that are gone.
+// prune forgets the devices that are gone and closes what they held.
 func (r *sysfsReader) prune(present []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for name := range r.cache {
+	for name, h := range r.cache {
 		if !slices.Contains(present, name) {
+			h.dir.Close()
 			delete(r.cache, name)
 		}
 	}
 }
 
+// close lets go of every held device (a new configuration makes a new
+// reader).
+func (r *sysfsReader) close() { r.prune(nil) }
 func (r *sysfsReader) device(ctx context.Context, name string) *deviceData {
 	st, err := os.Stat(r.class.DeviceDir(name))
 	if err != nil || !st.IsDir() {
 		// Dangling class link or a device that went away since the listing.
 		return nil
 	}
-	d := &deviceData{name: name}
-	info := r.static(name, st)
-	d.pciAddr, d.isVF, d.pfDevice, d.ident = info.PCIAddr, info.IsVF, info.PFDevice, info.ident
-
-	ports, err := r.class.Ports(name)
+	h, err := r.held(name, st)
 	if err != nil {
-		d.errs = append(d.errs, err)
+		return nil // went away since the stat
+	}
+	d := &deviceData{name: name, pciAddr: h.PCIAddr, isVF: h.IsVF, pfDevice: h.PFDevice, ident: h.ident}
+	var buf sysfs.Buffer // one per device goroutine, reused for every listing and file
+	portsDir, err := refreshedSub(h.dir, "ports", &buf)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) { // no ports directory: no ports
+			d.errs = append(d.errs, err)
+		}
 		return d
 	}
-	var buf sysfs.Buffer // one per device goroutine, reused for every file
-	for _, port := range ports {
+	for _, e := range portsDir.Numbered("") {
 		if ctx.Err() != nil {
 			return d
 		}
-		d.ports = append(d.ports, r.port(d, port, &buf))
+		d.ports = append(d.ports, r.port(d, portsDir, e, &buf))
 	}
 	return d
 }
 
-// static returns the device's identity, read once per kernfs node: the
-// cache entry is dropped when the device directory's inode changes (the
-// device was removed and re-added).
-func (r *sysfsReader) static(name string, st os.FileInfo) staticInfo {
+// held returns the device's held state, made once per kernfs node: when
+// the device directory's inode changes (the device was removed and
+// re-added) everything held for the old one is closed and read again.
+func (r *sysfsReader) held(name string, st os.FileInfo) (*heldDevice, error) {
 	ino := inode(st)
 	r.mu.Lock()
-	c, ok := r.cache[name]
+	h, ok := r.cache[name]
 	r.mu.Unlock()
-	if ok && c.ino == ino && ino != 0 {
-		return c
+	if ok && h.ino == ino && ino != 0 {
+		return h, nil
 	}
-	c = staticInfo{ino: ino, Identity: r.class.Identify(name), ident: r.readIdent(name)}
+	if ok {
+		h.dir.Close()
+	}
+	dir, err := sysfs.OpenDir(r.class.DeviceDir(name), r.fds)
+	if err != nil {
+		r.mu.Lock()
+		delete(r.cache, name)
+		r.mu.Unlock()
+		return nil, err
+	}
+	h = &heldDevice{ino: ino, Identity: r.class.Identify(name), ident: r.readIdent(name), dir: dir}
 	r.mu.Lock()
-	r.cache[name] = c
+	r.cache[name] = h
 	r.mu.Unlock()
-	return c
+	return h, nil
 }
 
-func (r *sysfsReader) port(d *deviceData, port rdmasysfs.Port, buf *sysfs.Buffer) portData {
-	dir := port.Dir
+// refreshedSub re-lists dir, then returns its subdirectory name, re-listed.
+func refreshedSub(dir *sysfs.Dir, name string, buf *sysfs.Buffer) (*sysfs.Dir, error) {
+	if err := dir.Refresh(buf); err != nil {
+		return nil, err
+	}
+	sub, err := dir.Sub(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := sub.Refresh(buf); err != nil {
+		return nil, err
+	}
+	return sub, nil
+}
+
+// port reads one port through its held directory (the refreshed portsDir
+// lists it as e).
+func (r *sysfsReader) port(d *deviceData, portsDir *sysfs.Dir, e sysfs.Entry, buf *sysfs.Buffer) portData {
+	p := portData{num: e.Num, hwNames: map[string]bool{}}
+	dir, err := portsDir.Sub(e.Name)
+	if err == nil {
+		err = dir.Refresh(buf)
+	}
+	if err != nil {
+		d.errs = append(d.errs, err)
+		return p
+	}
 	attr := func(name string) string {
-		v, _ := sysfs.ReadAttr(filepath.Join(dir, name)) // unreadable: an empty label, as rdma_exporter exports it
+		v, _ := dir.ReadAttr(name, buf) // unreadable: an empty label, as rdma_exporter exports it
 		return v
 	}
-	p := portData{num: port.Num, hwNames: map[string]bool{}}
-	p.linkLayer = port.LinkLayer()
+	p.linkLayer = attr("link_layer")
 	p.state = normalizeState(attr("state"), portStateNames)
 	p.physState = normalizeState(attr("phys_state"), physStateNames)
 	var width string
@@ -198,16 +243,26 @@ func (r *sysfsReader) port(d *deviceData, port rdmasysfs.Port, buf *sysfs.Buffer
 		width = w
 	}
 	p.linkWidth = width
-	p.netdev = port.NetDev()
-
+	if ndevs, err := heldNdevs(dir, buf); err == nil {
+		p.netdev = rdmasysfs.NetDevIn(ndevs, buf)
+	} // unreadable or absent (InfiniBand ports): no netdev
 	// counters_ext/ first: where it exists (kernels before 4.5, mlx4) it
 	// holds the 64-bit PMA counters while counters/ saturates at 32 bits
 	// (a port_rcv_data stuck at 4294967295), so its values win.
 	seen := map[string]bool{}
-	r.readCounters(d, &p, filepath.Join(dir, "counters_ext"), countersExt, seen, buf)
-	r.readCounters(d, &p, filepath.Join(dir, "counters"), countersStd, seen, buf)
-	r.readCounters(d, &p, filepath.Join(dir, "hw_counters"), countersHW, seen, buf)
+	r.readCounters(d, &p, dir, "counters_ext", countersExt, seen, buf)
+	r.readCounters(d, &p, dir, "counters", countersStd, seen, buf)
+	r.readCounters(d, &p, dir, "hw_counters", countersHW, seen, buf)
 	return p
+}
+
+// heldNdevs is the port's gid_attrs/ndevs directory, re-listed.
+func heldNdevs(port *sysfs.Dir, buf *sysfs.Buffer) (*sysfs.Dir, error) {
+	gid, err := port.Sub("gid_attrs")
+	if err != nil {
+		return nil, err
+	}
+	return refreshedSub(gid, "ndevs", buf)
 }
 
 // counterDir is one of a port's counter directories.
@@ -230,21 +285,25 @@ var extNames = map[string]string{
 	"port_rcv_packets_64":  "port_rcv_packets",
 }
 
-func (r *sysfsReader) readCounters(d *deviceData, p *portData, dir string, kind counterDir, seen map[string]bool, buf *sysfs.Buffer) {
+// readCounters reads the counter directory sub of the refreshed port
+// directory port.
+func (r *sysfsReader) readCounters(d *deviceData, p *portData, port *sysfs.Dir, sub string, kind counterDir, seen map[string]bool, buf *sysfs.Buffer) {
 	hw := kind == countersHW
-	entries, err := os.ReadDir(dir)
+	dir, err := port.Sub(sub)
+	if err == nil {
+		err = dir.Refresh(buf)
+	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			d.errs = append(d.errs, err)
 		}
 		return
 	}
-	for _, e := range entries {
-		name := e.Name()
+	for _, name := range dir.Names() {
 		if hw {
 			p.hwNames[name] = true
 		}
-		v, err := buf.ReadCounter(filepath.Join(dir, name))
+		v, err := dir.ReadCounter(name, buf)
 		if errors.Is(err, sysfs.ErrNotAvailable) {
 			continue // the device has no PMA: the counter does not exist
 		}
