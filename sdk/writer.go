@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -167,7 +166,7 @@ func (w *Writer) Untyped(d *Desc, value float64, labelValues ...string) {
 }
 
 func (w *Writer) value(d *Desc, typ Type, value float64, lv []string) {
-	c := w.chunk(d, typ, lv, nil)
+	c := w.chunk(d, typ, lv, nil, false)
 	if c == nil {
 		return
 	}
@@ -183,7 +182,7 @@ func (w *Writer) Histogram(d *Desc, bounds []float64, cumulative []uint64, count
 		w.misuse(d, fmt.Errorf("histogram %s: %d bounds but %d bucket counts", d.Name, len(bounds), len(cumulative)))
 		return
 	}
-	c := w.chunk(d, Histogram, labelValues, bounds)
+	c := w.chunk(d, Histogram, labelValues, bounds, false)
 	if c == nil {
 		return
 	}
@@ -199,7 +198,7 @@ func (w *Writer) Summary(d *Desc, quantiles, values []float64, count uint64, sum
 		w.misuse(d, fmt.Errorf("summary %s: %d quantiles but %d values", d.Name, len(quantiles), len(values)))
 		return
 	}
-	c := w.chunk(d, Summary, labelValues, quantiles)
+	c := w.chunk(d, Summary, labelValues, quantiles, false)
 	if c == nil {
 		return
 	}
@@ -210,7 +209,8 @@ func (w *Writer) Summary(d *Desc, quantiles, values []float64, count uint64, sum
 }
 
 // chunk returns the chunk the sample goes to, or nil if it is dropped.
-func (w *Writer) chunk(d *Desc, typ Type, lv []string, bounds []float64) *pluginv1.FamilyChunk {
+// native says the sample is a native histogram (NativeHistogram).
+func (w *Writer) chunk(d *Desc, typ Type, lv []string, bounds []float64, native bool) *pluginv1.FamilyChunk {
 	if !w.Enabled(d) || w.sendErr != nil {
 		return nil
 	}
@@ -223,9 +223,12 @@ func (w *Writer) chunk(d *Desc, typ Type, lv []string, bounds []float64) *plugin
 		return nil
 	}
 	c := w.chunks[d]
-	if c == nil || (bounds != nil && !slices.Equal(c.Bounds, bounds)) {
-		// A new batch, or a histogram whose buckets differ from the chunk's:
-		// start a chunk (the host joins chunks of one family).
+	if c == nil || ((typ == Histogram || typ == Summary) && !sameShape(c.Bounds, len(c.NativeSchemas) > 0, bounds, native)) {
+		// A new batch, or a histogram whose buckets (or native columns) or a
+		// summary whose quantiles differ from the chunk's: start a chunk (the
+		// host joins chunks of one family). A histogram without bounds
+		// after one with them needs one too, or its chunk's bucket column
+		// would come out short.
 		c = w.newChunk()
 		c.Name = w.intern(w.prefix + d.Name)
 		c.Type = d.Type.wire()

@@ -10,7 +10,7 @@ import (
 // range and allocate nothing, so they can sit on the merge's and the
 // encoders' per-sample paths.
 //
-// A Chunk is a small value (two pointers and two lengths); copy it freely.
+// A Chunk is a small value (three pointers and a few lengths); copy it freely.
 // It does not copy the batch: the batch must not change while views of it
 // are in use. The strings it returns share the string table's memory
 // (TableString) and stay valid as long as they are held.
@@ -21,6 +21,9 @@ type Chunk struct {
 	b      *pluginv1.Batch
 	c      *pluginv1.FamilyChunk
 	nl, nb int // labels per sample, bounds (buckets or quantiles) per sample
+	// native locates each sample's spans and deltas in a native histogram
+	// chunk (see nativeIndex); nil in every other chunk.
+	native []uint32
 }
 
 // Open checks chunk c of batch b (see Check) and returns a view of it.
@@ -28,7 +31,7 @@ func Open(b *pluginv1.Batch, c *pluginv1.FamilyChunk) (Chunk, error) {
 	if err := Check(b, c); err != nil {
 		return Chunk{}, err
 	}
-	return Chunk{b: b, c: c, nl: len(c.LabelNames), nb: len(c.Bounds)}, nil
+	return Chunk{b: b, c: c, nl: len(c.LabelNames), nb: len(c.Bounds), native: nativeIndex(c)}, nil
 }
 
 // Name is the family name.

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"math"
+	"slices"
 
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
@@ -79,11 +80,19 @@ func (c Chunk) Metric(i int) *dto.Metric {
 	case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
 		bounds, cum := c.Buckets(i)
 		h := &dto.Histogram{SampleCount: proto.Uint64(c.Count(i)), SampleSum: proto.Float64(v)}
-		h.Bucket = make([]*dto.Bucket, 0, len(bounds)+1)
-		for j, ub := range bounds {
-			h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: proto.Float64(ub), CumulativeCount: proto.Uint64(cum[j])})
+		// A native histogram without classic buckets has no bucket list at
+		// all, as client_golang writes one: an explicit +Inf bucket would
+		// read as a classic histogram beside it to a scraper that takes both.
+		if !c.IsNative() || len(bounds) > 0 {
+			h.Bucket = make([]*dto.Bucket, 0, len(bounds)+1)
+			for j, ub := range bounds {
+				h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: proto.Float64(ub), CumulativeCount: proto.Uint64(cum[j])})
+			}
+			h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: proto.Float64(math.Inf(1)), CumulativeCount: proto.Uint64(c.Count(i))})
 		}
-		h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: proto.Float64(math.Inf(1)), CumulativeCount: proto.Uint64(c.Count(i))})
+		if c.IsNative() {
+			setNative(h, c.Native(i))
+		}
 		m.Histogram = h
 	case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
 		qs, vs := c.Quantiles(i)
@@ -94,4 +103,37 @@ func (c Chunk) Metric(i int) *dto.Metric {
 		m.Summary = s
 	}
 	return m
+}
+
+// setNative sets client_model's native histogram fields of h from n.
+func setNative(h *dto.Histogram, n Native) {
+	h.Schema = proto.Int32(n.Schema)
+	h.ZeroThreshold = proto.Float64(n.ZeroThreshold)
+	h.ZeroCount = proto.Uint64(n.ZeroCount)
+	h.NegativeSpan = dtoSpans(n.NegativeOffsets, n.NegativeLengths)
+	h.NegativeDelta = slices.Clone(n.NegativeDeltas)
+	h.PositiveSpan = dtoSpans(n.PositiveOffsets, n.PositiveLengths)
+	h.PositiveDelta = slices.Clone(n.PositiveDeltas)
+	if NeedsNoopSpan(n) {
+		h.PositiveSpan = []*dto.BucketSpan{{Offset: proto.Int32(0), Length: proto.Uint32(0)}}
+	}
+}
+
+// NeedsNoopSpan reports whether a native histogram is exposed with
+// client_model's no-op span (offset 0, length 0): without spans, a zero
+// threshold or a zero count, it would read as a classic histogram without
+// buckets (client_model's metrics.proto, positive_span).
+func NeedsNoopSpan(n Native) bool {
+	return len(n.PositiveOffsets) == 0 && len(n.NegativeOffsets) == 0 && n.ZeroThreshold == 0 && n.ZeroCount == 0
+}
+
+func dtoSpans(offsets []int32, lengths []uint32) []*dto.BucketSpan {
+	if len(offsets) == 0 {
+		return nil
+	}
+	spans := make([]*dto.BucketSpan, len(offsets))
+	for j := range offsets {
+		spans[j] = &dto.BucketSpan{Offset: proto.Int32(offsets[j]), Length: proto.Uint32(lengths[j])}
+	}
+	return spans
 }

@@ -17,5 +17,14 @@ func Reset(c *pluginv1.FamilyChunk) {
 		Bounds:         c.Bounds[:0],
 		BucketCounts:   c.BucketCounts[:0],
 		QuantileValues: c.QuantileValues[:0],
+
+		NativeSchemas:            c.NativeSchemas[:0],
+		NativeZeroThresholds:     c.NativeZeroThresholds[:0],
+		NativeZeroCounts:         c.NativeZeroCounts[:0],
+		NativePositiveSpanCounts: c.NativePositiveSpanCounts[:0],
+		NativeNegativeSpanCounts: c.NativeNegativeSpanCounts[:0],
+		NativeSpanOffsets:        c.NativeSpanOffsets[:0],
+		NativeSpanLengths:        c.NativeSpanLengths[:0],
+		NativeDeltas:             c.NativeDeltas[:0],
 	}
 }

@@ -19,7 +19,9 @@ func seriesPerSample(t pluginv1.MetricType, nb int) int {
 }
 
 // Series is the number of series batch b carries, as Prometheus counts them
-// (Chunk.Series). It needs no valid shape: a malformed chunk counts what its
+// (Chunk.Series). A native histogram counts as its classic series (B + 3,
+// what text scrapers get), whatever its native buckets: that is what a 1.0
+// host counts for the same batch. It needs no valid shape: a malformed chunk counts what its
 // sample column says, which is what a limit has to count before the guard
 // has looked at it.
 func Series(b *pluginv1.Batch) int {
@@ -50,7 +52,11 @@ func Size(b *pluginv1.Batch) int {
 	for _, c := range b.GetFamilies() {
 		n += chunkSize +
 			4*(len(c.LabelNames)+len(c.LabelValues)) +
-			8*(len(c.Values)+len(c.Counts)+len(c.Bounds)+len(c.BucketCounts)+len(c.QuantileValues))
+			8*(len(c.Values)+len(c.Counts)+len(c.Bounds)+len(c.BucketCounts)+len(c.QuantileValues)) +
+			4*(len(c.NativeSchemas)+len(c.NativePositiveSpanCounts)+len(c.NativeNegativeSpanCounts)+
+				len(c.NativeSpanOffsets)+len(c.NativeSpanLengths)) +
+			8*(len(c.NativeZeroThresholds)+len(c.NativeZeroCounts)+len(c.NativeDeltas)) +
+			8*2*(len(c.NativeSchemas)+1) // the chunk view's native index (nativeIndex)
 	}
 	return n
 }

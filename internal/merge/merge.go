@@ -37,7 +37,8 @@ const (
 	ReasonLabelLimit = "label_limit"
 	// A histogram's bounds are not strictly ascending or include NaN or +Inf
 	// (its whole chunk), or a sample's cumulative counts decrease or exceed
-	// its count (that sample).
+	// its count (that sample), or a sample's native histogram breaks a rule
+	// of checkNative (that sample).
 	ReasonInvalidHistogram = "invalid_histogram"
 	// A summary's quantiles are NaN, outside [0, 1] or repeated (its chunk).
 	ReasonInvalidSummary = "invalid_summary"
@@ -341,6 +342,7 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 	var h maphash.Hash
 	h.SetSeed(m.seed)
 	histogram := ch.Type() == pluginv1.MetricType_METRIC_TYPE_HISTOGRAM
+	native := ch.IsNative()
 	devLabel := -1
 	if m.opts.Devices.active() {
 		devLabel = slices.Index(f.LabelNames, DeviceLabel)
@@ -359,6 +361,11 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 		} else if histogram && !cumulative(&ch, i) {
 			m.dropSample(in.Plugin, ReasonInvalidHistogram, func() string {
 				return fmt.Sprintf("family %s: series %s: cumulative bucket counts decrease or exceed the count", name, labelString(f.LabelNames, &ch, lv))
+			})
+			ok = false
+		} else if native && checkNative(&ch, i) != "" {
+			m.dropSample(in.Plugin, ReasonInvalidHistogram, func() string {
+				return fmt.Sprintf("family %s: series %s: native histogram: %s", name, labelString(f.LabelNames, &ch, lv), checkNative(&ch, i))
 			})
 			ok = false
 		} else if in.MaxSeries > 0 && series+perSample > in.MaxSeries {

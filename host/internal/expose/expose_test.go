@@ -78,8 +78,9 @@ func edgeCases() []*merge.Family {
 // same families (compared after parsing both).
 func TestTextEquivalentToExpfmt(t *testing.T) {
 	for name, fams := range map[string][]*merge.Family{
-		"edge": edgeCases(),
-		"mix":  merge.Merge([]merge.Input{{Plugin: "p", Batches: batchtest.Mix("m_", 2000)}}, merge.Options{}).Families,
+		"edge":   edgeCases(),
+		"mix":    merge.Merge([]merge.Input{{Plugin: "p", Batches: batchtest.Mix("m_", 2000)}}, merge.Options{}).Families,
+		"native": nativeCases(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := render(t, fams, expfmt.FmtText)
@@ -116,8 +117,9 @@ func TestOpenMetricsEquivalentToExpfmt(t *testing.T) {
 // client_model families batch.Families builds.
 func TestProtobufEquivalentToExpfmt(t *testing.T) {
 	for name, fams := range map[string][]*merge.Family{
-		"edge": edgeCases(),
-		"mix":  merge.Merge([]merge.Input{{Plugin: "p", Batches: batchtest.Mix("m_", 2000)}}, merge.Options{}).Families,
+		"edge":   edgeCases(),
+		"mix":    merge.Merge([]merge.Input{{Plugin: "p", Batches: batchtest.Mix("m_", 2000)}}, merge.Options{}).Families,
+		"native": nativeCases(),
 	} {
 		got := render(t, fams, expfmt.FmtProtoDelim)
 		want := reference(t, fams, expfmt.FmtProtoDelim)

@@ -19,6 +19,10 @@ const (
 	lpName, lpValue                          = 1, 2
 	valueField                               = 1 // Gauge, Counter, Untyped
 	hCount, hSum, hBucket                    = 1, 2, 3
+	hSchema, hZeroThreshold, hZeroCount      = 5, 6, 7
+	hNegativeSpan, hNegativeDelta            = 9, 10
+	hPositiveSpan, hPositiveDelta            = 12, 13
+	spanOffset, spanLength                   = 1, 2
 	bCount, bBound                           = 1, 2
 	sCount, sSum, sQuantile                  = 1, 2, 3
 	qQuantile, qValue                        = 1, 2
@@ -64,10 +68,18 @@ func writeProtoDelim(w io.Writer, fams []*merge.Family) error {
 					sub = appendUint(sub, hCount, c.Count(i))
 					sub = appendDouble(sub, hSum, c.Value(i))
 					bounds, cum := c.Buckets(i)
-					for j, ub := range bounds {
-						sub = appendBucket(sub, cum[j], ub)
+					native := c.IsNative()
+					// A native histogram without classic buckets has no
+					// bucket list, not even +Inf (batch.Chunk.Metric).
+					if !native || len(bounds) > 0 {
+						for j, ub := range bounds {
+							sub = appendBucket(sub, cum[j], ub)
+						}
+						sub = appendBucket(sub, c.Count(i), math.Inf(1))
 					}
-					sub = appendBucket(sub, c.Count(i), math.Inf(1))
+					if native {
+						sub = appendNative(sub, c.Native(i))
+					}
 					metric = protowire.AppendTag(metric, mHistogram, protowire.BytesType)
 					metric = protowire.AppendBytes(metric, sub)
 				case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
@@ -133,4 +145,50 @@ func appendBucket(b []byte, count uint64, bound float64) []byte {
 	b = protowire.AppendVarint(b, uint64(protowire.SizeTag(bCount)+protowire.SizeVarint(count)+9))
 	b = appendUint(b, bCount, count)
 	return appendDouble(b, bBound, bound)
+}
+
+// appendNative writes client_model's native histogram fields of a
+// Histogram message, in field-number order as the protobuf marshaller
+// does. client_model is proto2, so its repeated deltas are not packed: one
+// tag per delta, as expfmt writes them.
+func appendNative(b []byte, n batch.Native) []byte {
+	b = protowire.AppendTag(b, hSchema, protowire.VarintType)
+	b = protowire.AppendVarint(b, protowire.EncodeZigZag(int64(n.Schema)))
+	b = appendDouble(b, hZeroThreshold, n.ZeroThreshold)
+	b = appendUint(b, hZeroCount, n.ZeroCount)
+	b = appendSpans(b, hNegativeSpan, n.NegativeOffsets, n.NegativeLengths)
+	b = appendDeltas(b, hNegativeDelta, n.NegativeDeltas)
+	if batch.NeedsNoopSpan(n) {
+		b = appendSpans(b, hPositiveSpan, noopOffset[:], noopLength[:])
+	} else {
+		b = appendSpans(b, hPositiveSpan, n.PositiveOffsets, n.PositiveLengths)
+	}
+	return appendDeltas(b, hPositiveDelta, n.PositiveDeltas)
+}
+
+// The no-op span (offset 0, length 0) of batch.NeedsNoopSpan.
+var (
+	noopOffset [1]int32
+	noopLength [1]uint32
+)
+
+// appendSpans writes one BucketSpan message per offset and length.
+func appendSpans(b []byte, num protowire.Number, offsets []int32, lengths []uint32) []byte {
+	for j, off := range offsets {
+		zz := protowire.EncodeZigZag(int64(off))
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(2+protowire.SizeVarint(zz)+protowire.SizeVarint(uint64(lengths[j]))))
+		b = protowire.AppendTag(b, spanOffset, protowire.VarintType)
+		b = protowire.AppendVarint(b, zz)
+		b = appendUint(b, spanLength, uint64(lengths[j]))
+	}
+	return b
+}
+
+func appendDeltas(b []byte, num protowire.Number, deltas []int64) []byte {
+	for _, d := range deltas {
+		b = protowire.AppendTag(b, num, protowire.VarintType)
+		b = protowire.AppendVarint(b, protowire.EncodeZigZag(d))
+	}
+	return b
 }

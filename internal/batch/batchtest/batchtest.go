@@ -51,3 +51,27 @@ func Mix(prefix string, n int) []*pluginv1.Batch {
 		}
 	})
 }
+
+// Natives writes native histograms of every shape the protocol carries, in
+// the family <prefix>native_seconds: native only, native with classic
+// buckets beside it, negative and zero buckets, a gap between spans, and
+// an empty one (no observations, zero threshold 0: exposed with a no-op
+// span); and a classic-only sample of the same family, which travels in its
+// own chunk.
+func Natives(prefix string) []*pluginv1.Batch {
+	d := sdk.NewDesc(prefix+"native_seconds", sdk.Histogram, "Native latency.", "op").WithUnit("seconds")
+	return Record(func(w *sdk.Writer) {
+		var only sdk.NativeHistogram
+		only.SetPositiveBuckets(-3, []uint64{1, 4, 0, 0, 0, 2, 3}) // two spans: the gap of 3 splits them
+		only.Count, only.Sum = 10, 1.75
+		w.NativeHistogram(d, only, "only")
+		w.NativeHistogram(d, sdk.NativeHistogram{Schema: -4}, "empty")
+		w.NativeHistogram(d, sdk.NativeHistogram{
+			Count: 7, Sum: -0.5, Schema: 3, ZeroThreshold: 1e-9, ZeroCount: 2,
+			PositiveSpans: []sdk.BucketSpan{{Offset: 0, Length: 2}}, PositiveBuckets: []uint64{3, 1},
+			NegativeSpans: []sdk.BucketSpan{{Offset: -1, Length: 1}}, NegativeBuckets: []uint64{1},
+			Bounds: []float64{0, 1}, Cumulative: []uint64{3, 6},
+		}, "both")
+		w.Histogram(d, []float64{0.5}, []uint64{1}, 2, 0.75, "classic")
+	})
+}
