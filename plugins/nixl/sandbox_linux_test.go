@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/hosttest"
 )
 
 // TestSandboxed runs the built plugin under the host with the sandbox on
@@ -30,25 +28,12 @@ func TestSandboxed(t *testing.T) {
 		t.Skip("builds the host and the plugin")
 	}
 	const nobody = 65534
-	root, err := os.MkdirTemp("", "plexporter-nixl-sandbox")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
+	root := hosttest.TrustedDir(t, "plexporter-nixl-sandbox", "plugins", "telemetry")
 	plugins, telemetry := filepath.Join(root, "plugins"), filepath.Join(root, "telemetry")
-	for _, d := range []string{root, plugins, telemetry} {
-		os.MkdirAll(d, 0o755)
-		os.Chmod(d, 0o755) // the plugin's user walks it; only root writes it
-	}
-	build(t, filepath.Join(root, "plexporter"), "../../host")
-	build(t, filepath.Join(plugins, "plexporter-nixl"), ".")
-	manifest, err := os.ReadFile("plexporter-nixl.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(plugins, "plexporter-nixl.yaml"), manifest, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	hosttest.Build(t,
+		hosttest.Binary{Pkg: "../../host", Out: filepath.Join(root, "plexporter")},
+		hosttest.Binary{Pkg: ".", Out: filepath.Join(plugins, "plexporter-nixl")})
+	hosttest.InstallManifest(t, plugins, "plexporter-nixl.yaml", "")
 
 	// Rings as NIXL leaves them: 0644, owned by the application.
 	ring := func(name string, uid int, events ...event) {
@@ -90,8 +75,10 @@ func TestSandboxed(t *testing.T) {
 		t.Fatalf("the agent did not map its ring: %v", err)
 	}
 
-	cfg := filepath.Join(root, "plexporter.yml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`plugins:
+	host := hosttest.Start(t, hosttest.Options{
+		Binary:    filepath.Join(root, "plexporter"),
+		PluginDir: plugins,
+		Config: fmt.Sprintf(`plugins:
   nixl:
     config:
       telemetry_dirs: [%q]
@@ -102,34 +89,16 @@ func TestSandboxed(t *testing.T) {
       user: nobody
       paths:
         read_write: [%q]
-`, telemetry, telemetry)), 0o644)
-	addr := freeAddr(t)
-	logs := &syncbuf.Buffer{}
-	host := exec.Command(filepath.Join(root, "plexporter"), "--plugin.dir="+plugins, "--config.file="+cfg,
-		"--plugin.sandbox", "--web.listen-address="+addr)
-	host.Stdout, host.Stderr = logs, logs
-	if err := host.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		host.Process.Signal(syscall.SIGTERM)
-		host.Wait()
-		if t.Failed() {
-			t.Logf("host log:\n%s", logs.String())
-		}
+`, telemetry, telemetry),
+		Args: []string{"--plugin.sandbox"},
 	})
 	scrape := func() map[string]float64 {
 		t.Helper()
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
+		status, body, err := host.Fetch("/metrics")
+		if err != nil || status != http.StatusOK {
 			return nil
 		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil
-		}
-		body, _ := io.ReadAll(resp.Body)
-		return samples(t, strings.NewReader(string(body)), "hostname", "instance")
+		return samples(t, strings.NewReader(body), "hostname", "instance")
 	}
 	var got map[string]float64
 	for deadline := time.Now().Add(30 * time.Second); ; {
@@ -161,23 +130,4 @@ func TestSandboxed(t *testing.T) {
 	if _, ok := got[`agent_rx_bytes_total{agent_name="dead"}`]; ok {
 		t.Error("the unmapped, idle agent was not expired")
 	}
-}
-
-func build(t *testing.T, out, pkg string) {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
