@@ -2,19 +2,16 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/hosttest"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
@@ -115,101 +112,38 @@ func TestInHostSandbox(t *testing.T) {
 }
 
 // sandboxDir builds the host and the plugin into a directory the sandbox's
-// trust rules accept (root-owned, written by nobody else, walkable by the
-// plugin's user), with the shipped manifest.
+// trust rules accept, with the shipped manifest.
 func sandboxDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "plexporter-guest-sandbox")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	plugins := filepath.Join(dir, "plugins")
-	for _, d := range []string{dir, plugins} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(d, 0o755)
-	}
-	build(t, filepath.Join(dir, "plexporter"), "./host")
-	build(t, filepath.Join(plugins, "plexporter-guest"), "./plugins/guest")
-	manifest, err := os.ReadFile("plexporter-guest.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(plugins, "plexporter-guest.yaml"), manifest, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := hosttest.TrustedDir(t, "plexporter-guest-sandbox", "plugins")
+	hosttest.Build(t,
+		hosttest.Binary{Pkg: "./host", Dir: "../..", Out: filepath.Join(dir, "plexporter")},
+		hosttest.Binary{Pkg: "./plugins/guest", Dir: "../..", Out: filepath.Join(dir, "plugins", "plexporter-guest")})
+	hosttest.InstallManifest(t, filepath.Join(dir, "plugins"), "plexporter-guest.yaml", "")
 	return dir
 }
 
 // runHost starts the host of dir with config over this machine's trees,
 // scrapes it until ready says the exposition has what the test waits for
-// (30 s at most) and returns that exposition and the host's log so far.
+// (30 s at most), stops it and returns that exposition and the host's log.
 func runHost(t *testing.T, dir, config string, ready func(string) bool) (string, func() string) {
 	t.Helper()
-	cfg := filepath.Join(dir, "plexporter.yml")
-	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	logs := &syncbuf.Buffer{}
-	cmd := exec.Command(filepath.Join(dir, "plexporter"), "--plugin.dir="+filepath.Join(dir, "plugins"), "--config.file="+cfg,
-		"--path.sysfs=/sys", "--path.procfs=/proc", "--web.listen-address="+addr,
-		// A grant that connects is refused below Landlock ABI 9 without it
-		// (README.md, Health probes); this machine's kernel may be older.
-		"--plugin.allow-any-unix-connect")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stop := func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("host log:\n%s", logs.String())
-		}
+	h := hosttest.Start(t, hosttest.Options{
+		Binary:    filepath.Join(dir, "plexporter"),
+		PluginDir: filepath.Join(dir, "plugins"),
+		Config:    config,
+		Args: []string{"--path.sysfs=/sys", "--path.procfs=/proc",
+			// A grant that connects is refused below Landlock ABI 9 without it
+			// (README.md, Health probes); this machine's kernel may be older.
+			"--plugin.allow-any-unix-connect"},
 	})
-	defer stop()
+	defer h.Stop()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		text := get(addr)
+		text := h.Metrics()
 		if ready(text) {
-			return text, logs.String
+			return text, h.Logs
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("not ready after 30s:\n%s", text)
 		}
 	}
-}
-
-func get(addr string) string {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
-
-// build compiles pkg of this module statically, as the Makefile does.
-func build(t *testing.T, out, pkg string) {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir = filepath.Join("..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
