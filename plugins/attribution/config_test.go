@@ -1,0 +1,66 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/sdktest"
+)
+
+// TestConfigureErrors: each bad setting is refused with a message that
+// names its key and says what is wrong.
+func TestConfigureErrors(t *testing.T) {
+	sdktest.Refuses(t, newPlugin, sdk.Paths{}, []sdktest.Refusal{
+		{Raw: map[string]any{"pod_resource_socket": "/x"}, Key: `"pod_resource_socket"`, Detail: "unknown field"},
+		{Raw: map[string]any{"pod_resources_socket": "kubelet.sock"}, Key: "pod_resources_socket: ", Detail: "not an absolute path"},
+		{Raw: map[string]any{"pod_resources_socket": 7}, Key: "pod_resources_socket", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"cache_ttl": "100ms"}, Key: "cache_ttl: ", Detail: "below the minimum of 1s"},
+		{Raw: map[string]any{"cache_ttl": "soon"}, Key: "cache_ttl: ", Detail: "invalid duration"},
+		{Raw: map[string]any{"call_timeout": "0s"}, Key: "call_timeout: ", Detail: "must be positive"},
+		{Raw: map[string]any{"call_timeout": "30s"}, Key: "call_timeout: ", Detail: "longer than cache_ttl"},
+		{Raw: map[string]any{"job_mapping_dir": "job-mapping"}, Key: "job_mapping_dir: ", Detail: "not an absolute path"},
+	})
+}
+
+// TestConfigureAcceptsDocumentedKeys sets every key of the README's table
+// and checks where each lands.
+func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
+	p := newPlugin()
+	err := sdktest.Configure(t, p, map[string]any{
+		"pod_resources_socket": "/run/kubelet/pod-resources.sock",
+		"cache_ttl":            "30s",
+		"call_timeout":         5,
+		"job_mapping_dir":      "/var/lib/plexporter/job-mapping",
+	}, sdk.Paths{Rootfs: "/host/root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr := p.pods; pr == nil || pr.socket != "/host/root/run/kubelet/pod-resources.sock" || pr.ttl != 30*time.Second || pr.timeout != 5*time.Second {
+		t.Errorf("pod resources %+v", pr)
+	}
+	if p.jobMapping != "/host/root/var/lib/plexporter/job-mapping" {
+		t.Errorf("job mapping dir %q", p.jobMapping)
+	}
+}
+
+// TestConfigureDefaults: the kubelet's default socket under the rootfs,
+// 10 s cache, Slurm off; an empty socket turns Kubernetes off.
+func TestConfigureDefaults(t *testing.T) {
+	p := newPlugin()
+	if err := sdktest.Configure(t, p, nil, sdk.Paths{Rootfs: "/host/root"}); err != nil {
+		t.Fatal(err)
+	}
+	if pr := p.pods; pr == nil || pr.socket != "/host/root/var/lib/kubelet/pod-resources/kubelet.sock" || pr.ttl != 10*time.Second || pr.timeout != 2*time.Second {
+		t.Errorf("pod resources %+v", pr)
+	}
+	if p.jobMapping != "" {
+		t.Errorf("job mapping on by default: %q", p.jobMapping)
+	}
+	if err := sdktest.Configure(t, p, map[string]any{"pod_resources_socket": ""}, sdk.Paths{}); err != nil {
+		t.Fatal(err)
+	}
+	if p.pods != nil {
+		t.Error("pod_resources_socket \"\" leaves Kubernetes attribution on")
+	}
+}
