@@ -3,7 +3,10 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -131,7 +134,30 @@ func (p *CollectorPlugin) Info() Info {
 	}
 	return info
 }
-func (p *CollectorPlugin) Configure(context.Context, Config) error { return nil }
+
+// Configure refuses a config section: a CollectorPlugin has no settings,
+// and a key nobody reads is a typo the operator must hear about (protocol
+// rule 16). A plugin with settings embeds *CollectorPlugin in its own type
+// and defines Configure there, decoding them with Config.Decode.
+func (p *CollectorPlugin) Configure(_ context.Context, cfg Config) error {
+	keys := slices.Sorted(maps.Keys(cfg.raw.GetFields()))
+	if len(keys) == 0 {
+		return nil
+	}
+	name := p.info.Name
+	if name == "" {
+		name = "<name>"
+	}
+	return fmt.Errorf("plugin config: unknown key %s: this plugin takes no settings; remove plugins.%s.config", strings.Join(quoteAll(keys), ", "), name)
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
 
 // Collect gathers the registry; a gather error is a partial failure, the
 // families that were gathered are still written.

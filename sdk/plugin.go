@@ -130,8 +130,9 @@ type Paths struct {
 type Config struct {
 	// Paths are the host's filesystem roots, never empty.
 	Paths Paths
-	// Filter is the host's allowlist, as Enabled, AnyEnabled and the
-	// Writer's Enabled apply it (use those: they also match MetricPrefix).
+	// Filter is the host's allowlist. Its patterns match the name as
+	// exposed, MetricPrefix included: ask Enabled, AnyEnabled or the
+	// Writer's Enabled, which prepend it, rather than Filter.Allow(d.Name).
 	Filter *metricfilter.Filter
 	// MetricPrefix is prepended to every family name by the Writer.
 	MetricPrefix string

@@ -129,10 +129,19 @@ func TestAllowlistPushdown(t *testing.T) {
 	}
 }
 
+// With a metric_prefix the allowlist matches the name as exposed, as the
+// host's filter does: the prefixed pattern selects the family, the bare
+// one selects nothing (the host would hide what it selected).
 func TestMetricPrefix(t *testing.T) {
-	res := sdktest.Run(t, &demo{n: 1}, sdktest.Options{MetricPrefix: "crusoe_vm_", EnabledMetrics: []string{"demo_temperature_celsius"}})
+	res := sdktest.Run(t, &demo{n: 1}, sdktest.Options{MetricPrefix: "crusoe_vm_", EnabledMetrics: []string{"crusoe_vm_demo_temperature_celsius"}})
 	if text := res.Text(t); !strings.Contains(text, "crusoe_vm_demo_temperature_celsius{sensor=\"composite\"} 41.5") || strings.Contains(text, "bytes") {
 		t.Fatalf("prefix/allowlist wrong:\n%s", text)
+	}
+	res = sdktest.Run(t, &demo{n: 1}, sdktest.Options{MetricPrefix: "crusoe_vm_", EnabledMetrics: []string{"demo_temperature_celsius"}})
+	for _, b := range res.Batches {
+		if len(b.GetFamilies()) > 0 {
+			t.Fatalf("an allowlist without the prefix collected what the host hides:\n%s", res.Text(t))
+		}
 	}
 }
 
@@ -312,6 +321,25 @@ func TestCollectorPlugin(t *testing.T) {
 	}
 }
 
+// A CollectorPlugin has no settings: an empty or absent section is fine,
+// any key is refused under its name (plexporter plugin check's
+// configure.unknown-key), as Config.Decode refuses an unknown one.
+func TestCollectorPluginRefusesConfig(t *testing.T) {
+	p, err := sdk.NewCollectorPlugin(sdk.Info{Name: "legacy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []map[string]any{nil, {}} {
+		if err := p.Configure(context.Background(), sdktest.Config(t, raw, sdk.Paths{})); err != nil {
+			t.Errorf("section %v: %v", raw, err)
+		}
+	}
+	err = p.Configure(context.Background(), sdktest.Config(t, map[string]any{"intreval": "5s", "devices": 1.0}, sdk.Paths{}))
+	if err == nil || !strings.Contains(err.Error(), `"devices", "intreval"`) || !strings.Contains(err.Error(), "plugins.legacy.config") {
+		t.Fatalf("want an error naming both keys and the section, got %v", err)
+	}
+}
+
 // A collect that ignores its deadline keeps running in the plugin; the next
 // one must not run beside it (plugin code need not be concurrency-safe).
 func TestCollectsDoNotOverlap(t *testing.T) {
@@ -356,7 +384,7 @@ func TestTypeString(t *testing.T) {
 
 // AnyEnabled, at collect and at Configure, says whether a source feeding
 // some families must be read at all, by the same rule as Enabled (a
-// family's declared name or its name with the host's prefix).
+// family's name as exposed, the host's prefix included).
 func TestAnyEnabled(t *testing.T) {
 	for _, tc := range []struct {
 		enabled []string
@@ -368,6 +396,9 @@ func TestAnyEnabled(t *testing.T) {
 		{[]string{"demo_latency_seconds"}, "", true},
 		{[]string{"vm_demo_temperature_celsius"}, "vm_", true},
 		{[]string{"vm_demo_bytes"}, "vm_", false},
+		{[]string{"demo_temperature_celsius"}, "vm_", false},
+		{[]string{"demo_*"}, "vm_", false},
+		{[]string{"vm_demo_*"}, "vm_", true},
 	} {
 		var atCollect, atConfigure bool
 		p := &demoWith{demo: &demo{}, before: func(w *sdk.Writer) { atCollect = w.AnyEnabled(tempDesc, latDesc) }}

@@ -95,7 +95,9 @@ func (w *Writer) reset() {
 	w.samples, w.bytes = 0, 0
 }
 
-// Enabled reports whether the family is selected by the host's allowlist.
+// Enabled reports whether the family is selected by the host's allowlist,
+// matched as the host matches it: against the name as exposed, the
+// metric_prefix included.
 func (w *Writer) Enabled(d *Desc) bool {
 	on, ok := w.enabled[d]
 	if !ok {
@@ -118,10 +120,13 @@ func (w *Writer) AnyEnabled(ds ...*Desc) bool {
 	return false
 }
 
-// allowed is the allowlist decision: a family is selected by its name as
-// the plugin declares it or as exposed, with the host's metric prefix.
+// allowed is the allowlist decision, the host's own: the patterns match
+// the family name an operator sees in /metrics, prefix included. Matching
+// the declared name as well would collect, with a prefix, families the
+// host then hides (--metrics.enabled=demo_* and metric_prefix pre_: the
+// host serves no pre_demo_*).
 func allowed(f *metricfilter.Filter, prefix string, d *Desc) bool {
-	return f.Allow(d.Name) || (prefix != "" && f.Allow(prefix+d.Name))
+	return f.Allow(prefix + d.Name)
 }
 
 // Error records a partial failure; the host counts and logs it, and the rest

@@ -177,7 +177,7 @@ func isPermission(err error) bool {
 // anyEnabled mirrors Writer.Enabled for Configure time.
 func anyEnabled(cfg sdk.Config, ds ...*sdk.Desc) bool {
 	for _, d := range ds {
-		if cfg.Filter.Allow(d.Name) || (cfg.MetricPrefix != "" && cfg.Filter.Allow(cfg.MetricPrefix+d.Name)) {
+		if cfg.Enabled(d) {
 			return true
 		}
 	}
