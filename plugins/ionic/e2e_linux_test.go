@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -12,13 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
+	"github.com/plexporter/plexporter/internal/hosttest"
 	"github.com/plexporter/plexporter/internal/syncbuf"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
@@ -27,7 +22,8 @@ import (
 // when the test runs as root: own PID namespace, Landlock, the plexporter
 // or nobody user) over a run directory under --path.rootfs.
 type node struct {
-	addr, runDir string
+	host   *hosttest.Host
+	runDir string
 }
 
 // startNode builds the host and the plugin, writes the manifest (instances
@@ -38,57 +34,30 @@ func startNode(t *testing.T, manifest string, stats map[string][]byte) *node {
 	if testing.Short() {
 		t.Skip("builds the host and the plugin")
 	}
-	dir, err := os.MkdirTemp("", "plexporter-ionic") // walkable by the plugin's user, owned by root
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := hosttest.TrustedDir(t, "plexporter-ionic", "plugins", filepath.Join("node", "run", "rocm-ernic"))
 	pluginDir, runDir := filepath.Join(dir, "plugins"), filepath.Join(dir, "node", "run", "rocm-ernic")
-	for _, d := range []string{dir, pluginDir, filepath.Join(dir, "node"), filepath.Join(dir, "node", "run"), runDir} {
-		os.MkdirAll(d, 0o755)
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	build(t, filepath.Join(dir, "plexporter"), "../../host")
-	build(t, filepath.Join(pluginDir, "plexporter-ionic"), ".")
-	m, err := os.ReadFile("plexporter-ionic.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(pluginDir, "plexporter-ionic.yaml"), m)
-	writeFile(t, filepath.Join(runDir, manifestFile), []byte(manifest))
+	hosttest.Build(t,
+		hosttest.Binary{Pkg: "../../host", Out: filepath.Join(dir, "plexporter")},
+		hosttest.Binary{Pkg: ".", Out: filepath.Join(pluginDir, "plexporter-ionic")})
+	hosttest.InstallManifest(t, pluginDir, "plexporter-ionic.yaml", "")
+	hosttest.WriteFile(t, filepath.Join(runDir, manifestFile), []byte(manifest))
 	for id, data := range stats {
-		writeFile(t, filepath.Join(runDir, id+".stats"), data)
+		hosttest.WriteFile(t, filepath.Join(runDir, id+".stats"), data)
 	}
-	cfg := filepath.Join(dir, "plexporter.yml")
-	writeFile(t, cfg, []byte("plugins:\n  ionic: {}\n"))
-
-	n := &node{addr: freeAddr(t), runDir: runDir}
-	args := []string{"--plugin.dir=" + pluginDir, "--config.file=" + cfg, "--path.rootfs=" + filepath.Join(dir, "node"), "--web.listen-address=" + n.addr}
-	if os.Geteuid() != 0 {
-		args = append(args, "--no-plugin.sandbox")
-	}
-	logs := &syncbuf.Buffer{}
-	host := exec.Command(filepath.Join(dir, "plexporter"), args...)
-	host.Env = append(os.Environ(), "ERNIC_RUN_DIR=") // the test's environment must not move the run directory
-	host.Stdout, host.Stderr = logs, logs
-	if err := host.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		host.Process.Signal(syscall.SIGTERM)
-		host.Wait()
-		if t.Failed() {
-			t.Logf("host log:\n%s", logs.String())
-		}
-	})
+	n := &node{runDir: runDir, host: hosttest.Start(t, hosttest.Options{
+		Binary:               filepath.Join(dir, "plexporter"),
+		PluginDir:            pluginDir,
+		Config:               "plugins:\n  ionic: {}\n",
+		Args:                 []string{"--path.rootfs=" + filepath.Join(dir, "node")},
+		Env:                  []string{"ERNIC_RUN_DIR="}, // the test's environment must not move the run directory
+		UnconfinedUnlessRoot: true,
+	})}
 	var body string
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(body, "ernic_instances "); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no ionic series after 30 s; last scrape:\n%s", body)
 		}
-		body = get(n.addr)
+		body = n.host.Metrics()
 	}
 	return n
 }
@@ -126,12 +95,7 @@ func TestSandboxedLiveness(t *testing.T) {
 	  {"id": 1, "role": "manager", "pid": %d, "mac": "02:00:00:00:00:01", "vm": null},
 	  {"id": 2, "role": "worker", "pid": %d, "mac": "02:00:00:00:00:02", "vm": null}]}`, startServer(t), deadPid(t)),
 		map[string][]byte{"1": renderStats(10, true)})
-	body := get(n.addr)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	mfs, body := n.host.Scrape(t)
 	got := map[string]float64{}
 	for name, mf := range mfs {
 		for _, m := range mf.GetMetric() {
@@ -158,44 +122,6 @@ func TestSandboxedLiveness(t *testing.T) {
 	}
 }
 
-func build(t *testing.T, out, pkg string) {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-}
-
-func writeFile(t *testing.T, path string, data []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(path, 0o644)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func get(addr string) string {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return err.Error()
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	b.ReadFrom(resp.Body)
-	return b.String()
-}
-
 // TestDashboardAnswers: every panel and variable query of the dashboard,
 // against a real Prometheus that scraped the plugin over the shared run
 // directory (instances 1 and 2 live, 3 dead): no error, no empty result.
@@ -215,7 +141,7 @@ func TestDashboardAnswers(t *testing.T) {
 		}
 	}
 	n := startNode(t, m, stats)
-	promURL := startPrometheus(t, prom, n.addr)
+	promURL := startPrometheus(t, prom, n.host.Addr)
 	waitFor(t, 60*time.Second, "five scrapes", func() bool {
 		r, err := instant(promURL, `count_over_time(up{job="plexporter"}[1m]) >= 5`)
 		return err == nil && len(r) == 1
@@ -295,8 +221,8 @@ func startPrometheus(t *testing.T, bin, hostAddr string) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
-	writeFile(t, cfg, []byte(fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: plexporter\n    static_configs:\n      - targets: [%q]\n", hostAddr)))
-	addr := freeAddr(t)
+	hosttest.WriteFile(t, cfg, []byte(fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: plexporter\n    static_configs:\n      - targets: [%q]\n", hostAddr)))
+	addr := hosttest.FreeAddr(t)
 	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
 	logs := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
