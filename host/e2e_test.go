@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	builds := map[string]string{".": "plexporter", "../internal/testplugins/chaos": "chaos", "../internal/testplugins/probe": "probe"}
+	builds := map[string]string{".": "plexporter", "../internal/testplugins/chaos": "chaos", "../internal/testplugins/probe": "probe", "../internal/testplugins/native": "native"}
 	shipped, _ := filepath.Glob("../plugins/*/main.go")
 	for _, m := range shipped {
 		name := filepath.Base(filepath.Dir(m))
