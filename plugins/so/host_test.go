@@ -3,24 +3,18 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/hosttest"
 )
 
 // These tests run the real host with plexporter-so built as make build
@@ -39,32 +33,12 @@ func newSOTree(t *testing.T) *soTree {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skipf("gcc is not installed (CI installs it): %v", err)
 	}
-	// Walkable by the plugins' user, owned by root and writable by nobody
-	// else (the sandbox's trust rules), under the sticky /tmp.
-	root, err := os.MkdirTemp("", "plexporter-so")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
+	root := hosttest.TrustedDir(t, "plexporter-so", "plugins", "lib")
 	st := &soTree{root: root, plugins: filepath.Join(root, "plugins"), lib: filepath.Join(root, "lib"), host: filepath.Join(root, "plexporter")}
-	for _, d := range []string{root, st.plugins, st.lib} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(d, 0o755)
-	}
-	goBuild(t, st.host, "../../host", "CGO_ENABLED=0")
-	goBuild(t, filepath.Join(st.plugins, "plexporter-so"), ".", "CGO_ENABLED=1")
+	hosttest.Build(t,
+		hosttest.Binary{Pkg: "../../host", Out: st.host},
+		hosttest.Binary{Pkg: ".", Out: filepath.Join(st.plugins, "plexporter-so"), Cgo: true})
 	return st
-}
-
-func goBuild(t *testing.T, out, pkg string, env ...string) {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), env...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
 }
 
 // install adds the instance so-<name> loading testdata/<name>.c, whose
@@ -82,93 +56,32 @@ func (st *soTree) install(t *testing.T, name, extra string) (library string) {
 }
 
 type soHost struct {
-	t    *testing.T
-	url  string
-	cmd  *exec.Cmd
-	logs *syncbuf.Buffer
+	t *testing.T
+	*hosttest.Host
 }
 
 func (st *soTree) start(t *testing.T, pluginsYAML string) *soHost {
 	t.Helper()
-	cfg := filepath.Join(st.root, "plexporter.yml")
-	writeFile(t, cfg, "plugins:\n"+pluginsYAML)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	h := &soHost{t: t, url: "http://" + addr, logs: &syncbuf.Buffer{}}
-	h.cmd = exec.Command(st.host, "--plugin.dir="+st.plugins, "--config.file="+cfg, "--web.listen-address="+addr)
-	h.cmd.Stdout, h.cmd.Stderr = h.logs, h.logs
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		h.cmd.Process.Signal(syscall.SIGTERM)
-		h.cmd.Wait()
-		if t.Failed() {
-			t.Logf("host log:\n%s", h.logs.String())
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if resp, err := http.Get(h.url + "/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return h
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("host not ready after 20s:\n%s", h.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return &soHost{t: t, Host: hosttest.Start(t, hosttest.Options{Binary: st.host, PluginDir: st.plugins, Config: "plugins:\n" + pluginsYAML})}
 }
 
-// scrape returns /metrics parsed, and how long it took.
+// scrape returns /metrics parsed, and how long it took to answer.
 func (h *soHost) scrape() (map[string]*dto.MetricFamily, string, time.Duration) {
 	h.t.Helper()
 	start := time.Now()
-	resp, err := http.Get(h.url + "/metrics")
+	_, body, err := h.Fetch("/metrics")
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var body bytes.Buffer
-	body.ReadFrom(resp.Body)
 	took := time.Since(start)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(body.Bytes()))
-	if err != nil {
-		h.t.Fatalf("parse /metrics: %v\n%s", err, body.String())
-	}
-	return mfs, body.String(), took
+	return hosttest.Parse(h.t, body), body, took
 }
 
 // value is the value of the series of family with the given label pairs,
 // or -1 when there is none.
 func value(mfs map[string]*dto.MetricFamily, family string, labels ...string) float64 {
-	for _, m := range mfs[family].GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			match = match && have[labels[i]] == labels[i+1]
-		}
-		if !match {
-			continue
-		}
-		switch {
-		case m.Gauge != nil:
-			return m.GetGauge().GetValue()
-		case m.Counter != nil:
-			return m.GetCounter().GetValue()
-		default:
-			return m.GetUntyped().GetValue()
-		}
+	if v, ok := hosttest.Value(mfs, family, labels...); ok {
+		return v
 	}
 	return -1
 }
@@ -209,7 +122,7 @@ func TestBadCollectorsCostTheirInstanceOnly(t *testing.T) {
   so-garbage: {config: {library: %q}}
   so-leak: {config: {library: %q}}
 `, good, segv, hang, garbage, leak))
-	hostRSS := rssBytes(t, h.cmd.Process.Pid)
+	hostRSS := rssBytes(t, h.Pid())
 	sandboxed := os.Geteuid() == 0
 
 	restarted := func(mfs map[string]*dto.MetricFamily, plugin string) bool {
@@ -257,7 +170,7 @@ func TestBadCollectorsCostTheirInstanceOnly(t *testing.T) {
 	if slowest > 2*time.Second {
 		t.Errorf("the slowest scrape took %v; the hanging collector's 1s timeout should bound it", slowest)
 	}
-	if !strings.Contains(h.logs.String(), "collect of "+hang+" has not returned since its deadline") {
+	if !strings.Contains(h.Logs(), "collect of "+hang+" has not returned since its deadline") {
 		t.Errorf("the host log does not say the hanging collect was given up on")
 	}
 
@@ -278,7 +191,7 @@ func TestBadCollectorsCostTheirInstanceOnly(t *testing.T) {
 	if value(mfs, "plexporter_plugin_collect_errors_total", "plugin", "so-garbage", "collector", "garbage") < 1 {
 		t.Errorf("the host counts no partial error of so-garbage")
 	}
-	if !strings.Contains(h.logs.String(), "refused 3 samples the collector emitted") {
+	if !strings.Contains(h.Logs(), "refused 3 samples the collector emitted") {
 		t.Errorf("the host log does not report the refused samples")
 	}
 
@@ -289,7 +202,7 @@ func TestBadCollectorsCostTheirInstanceOnly(t *testing.T) {
 		if leaked > limit {
 			t.Errorf("the leaker reported %.0f MiB, beyond its RLIMIT_DATA of %.0f MiB", leaked/(1<<20), limit/(1<<20))
 		}
-		if grown := rssBytes(t, h.cmd.Process.Pid) - hostRSS; grown > 32<<20 {
+		if grown := rssBytes(t, h.Pid()) - hostRSS; grown > 32<<20 {
 			t.Errorf("the host's RSS grew by %d MiB while the leaker leaked", grown>>20)
 		}
 	}
