@@ -24,7 +24,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Revision=$(REVISION) \
             -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build collectors run demo test unit lint cross conformance proto proto-check tools bench clean package image-rootfs python-example python-stubs python-stubs-check ebpf-generate-check
+.PHONY: all build collectors run demo test unit lint cross conformance proto proto-check tools bench clean package image-rootfs lab python-example python-stubs python-stubs-check ebpf-generate-check
 
 all: build
 
@@ -217,6 +217,13 @@ $(TOOLS)/cyclonedx-gomod:
 	@# -trimpath: the SBOMs record this tool's own hash, which must not depend
 	@# on where the module cache is
 	GOBIN=$(TOOLS) $(GO) install -trimpath github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+
+## lab: the real-kernel lab (test/lab/README.md): Debian's kernel under QEMU
+##      (TCG), the project's packages installed in the guest, each plugin
+##      checked against the real kernel; TAP results, failed checks named.
+##      Skipped when QEMU cannot start unless PLEXPORTER_REQUIRE_LAB=1 (CI)
+lab:
+	GO=$(GO) test/lab/run.sh
 
 ## image-rootfs: the container image's file tree in bin/image-rootfs, the
 ##               build context of deploy/Dockerfile (FROM scratch)

@@ -1,0 +1,83 @@
+#!/bin/sh
+# test/lab/guest.sh — runs in the guest from the 9p share (/mnt/host, which
+# run.sh fills): install the project's packages, make the kernel objects the
+# plugins report on, start the installed host as its systemd unit would, run
+# guestcheck. Its TAP output (out/results.tap) is the lab's result; the rest
+# of out/ is for reading when a check fails.
+set -u
+H=/mnt/host
+O=$H/out
+step() { echo "LAB: $* uptime=$(cut -d' ' -f1 /proc/uptime)"; }
+fail() { echo "guest.sh: $*" >&2; exit 1; }
+
+step install
+# What dpkg -i would unpack, without dpkg: every package's data.tar.
+for deb in "$H"/packages/*.deb; do
+	dpkg-deb -x "$deb" / || fail "unpack $deb"
+done
+# The package's sysusers.d entry, as systemd-sysusers would apply it: a
+# system user and group of the same name, from the top of the system range
+# (there is no sysusers or adduser in busybox; the postinst runs one of them).
+set -- $(awk '$1 == "u" { print $2 }' /usr/lib/sysusers.d/plexporter.conf)
+[ "${1:-}" = plexporter ] || fail "/usr/lib/sysusers.d/plexporter.conf names no plexporter user"
+echo "plexporter:x:999:" >>/etc/group
+echo "plexporter:x:999:999:plexporter plugins:/nonexistent:/usr/sbin/nologin" >>/etc/passwd
+mkdir -p /etc/plexporter /run/plexporter && chmod 0755 /run/plexporter
+cp "$H/plexporter.yml" /etc/plexporter/plexporter.yml
+[ -f /etc/default/plexporter ] || fail "the host package installed no /etc/default/plexporter"
+
+step rdma
+modprobe -a crc32_generic rdma_rxe rdma_ucm ib_uverbs || fail modprobe rdma
+rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
+rdma link show
+
+step nvme
+# I/O before the host starts: the nvme plugin reads SMART when it starts
+# (then every smart_interval), and the check compares that with nvme-cli.
+dd if=/dev/nvme0n1 of=/dev/null bs=1M count=32 2>&1 | tail -1
+dd if=/dev/zero of=/dev/nvme0n1 bs=1M count=16 oflag=direct 2>&1 | tail -1
+
+step nfs
+for d in v42 v3; do
+	mkdir -p /srv/$d /mnt/$d && mount -t tmpfs -o size=32m tmpfs /srv/$d || fail "tmpfs /srv/$d"
+done
+mount -t nfsd nfsd /proc/fs/nfsd
+mkdir -p /run/rpcbind /var/lib/nfs/rpc_pipefs
+mount -t rpc_pipefs rpc_pipefs /var/lib/nfs/rpc_pipefs
+# Before rpc.nfsd: a fresh server's grace period is 90 s by default.
+echo 10 >/proc/fs/nfsd/nfsv4gracetime
+echo 10 >/proc/fs/nfsd/nfsv4leasetime
+rpcbind || fail rpcbind
+exportfs -ra || fail exportfs
+rpc.mountd || fail rpc.mountd
+rpc.nfsd 4 || fail rpc.nfsd
+mount -t nfs -o vers=4.2,nconnect=2 127.0.0.1:/srv/v42 /mnt/v42 || fail "mount v4.2"
+mount -t nfs -o vers=3,nconnect=2,nolock 127.0.0.1:/srv/v3 /mnt/v3 || fail "mount v3"
+for d in v42 v3; do echo hello >/mnt/$d/hello && cat /mnt/$d/hello >/dev/null || fail "I/O on /mnt/$d"; done
+grep nfs /proc/mounts
+
+step httpd
+mkdir -p /srv/www && echo lab >/srv/www/index.html
+httpd -p 127.0.0.1:8080 -h /srv/www || fail httpd
+
+step host
+# As plexporter.service runs it: ExecStart with the packaged config file and
+# /etc/default/plexporter's ARGS, RuntimeDirectory=/run/plexporter.
+. /etc/default/plexporter
+export RUNTIME_DIRECTORY=/run/plexporter
+# shellcheck disable=SC2086
+/usr/bin/plexporter --config.file=/etc/plexporter/plexporter.yml --web.listen-address=127.0.0.1:9880 $ARGS >"$O/plexporter.log" 2>&1 &
+host=$!
+plugins=$(cd /usr/lib/plexporter/plugins && ls plexporter-* | grep -v '\.yaml$' | sed 's/^plexporter-//' | paste -sd, -)
+step "checks (plugins $plugins)"
+"$H/guestcheck" -plugins "$plugins" -out "$O/results.tap" >/dev/null
+rc=$?
+step "checks done rc=$rc"
+wget -q -O "$O/metrics.txt" http://127.0.0.1:9880/metrics
+ps -o pid,user,args >"$O/ps.txt" 2>&1
+kill "$host"; wait "$host"
+
+cat /proc/self/mountstats >"$O/mountstats.txt"
+dmesg >"$O/dmesg.txt"
+umount /mnt/v42 /mnt/v3
+exit $rc

@@ -1,0 +1,149 @@
+// Command guestcheck runs inside the real-kernel lab's QEMU guest
+// (test/lab/README.md) once guest.sh has installed the project's packages,
+// started the installed plexporter host and made the kernel objects the
+// plugins report on: rxe0 on the virtio NIC, the QEMU NVMe controller, NFS
+// v4.2 and v3 loopback mounts, the virtio_net and e1000e NICs. It scrapes
+// the host, makes traffic with the kernel's own tools, scrapes again and
+// compares what the plugins exported with what the kernel and its tools say.
+//
+// Its output is TAP: one "ok N - name" or "not ok N - name" per check, the
+// reasons as "#" lines, and a last "# N passed, N failed" line, which
+// test/lab/run.sh reads from the 9p share after the guest powers off.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// check is one pass/fail line of the summary. run returns why it failed;
+// notes are printed either way (what was compared, what the kernel lacks).
+type check struct {
+	name string
+	run  func(l *lab) error
+}
+
+// lab is what every check shares: the scraper and the guest's layout, which
+// guest.sh made.
+type lab struct {
+	s       *scraper
+	plugins []string
+	notes   []string
+}
+
+func (l *lab) note(format string, args ...any) {
+	l.notes = append(l.notes, fmt.Sprintf(format, args...))
+}
+
+func main() {
+	url := flag.String("url", "http://127.0.0.1:9880/metrics", "the installed host's metrics endpoint")
+	plugins := flag.String("plugins", "", "comma-separated plugins that were installed (each must be up and sandboxed)")
+	only := flag.String("run", "", "comma-separated check name prefixes to run (default: all)")
+	ready := flag.Duration("ready-timeout", 180*time.Second, "how long to wait for every installed plugin to be up")
+	out := flag.String("out", "", "also write the TAP output to this file")
+	flag.Parse()
+
+	w := io.Writer(os.Stdout)
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "guestcheck:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		w = io.MultiWriter(os.Stdout, f)
+	}
+	l := &lab{s: newScraper(*url), plugins: strings.Split(*plugins, ",")}
+	checks := selected(allChecks(*ready), *only)
+	fmt.Fprintf(w, "1..%d\n", len(checks))
+	passed, failed, skips := 0, 0, 0
+	var failedNames []string
+	for i, c := range checks {
+		l.notes = nil
+		start := time.Now()
+		err := c.run(l)
+		took := time.Since(start).Round(100 * time.Millisecond)
+		var skip skipped
+		switch {
+		case err == nil:
+			passed++
+			fmt.Fprintf(w, "ok %d - %s (%s)\n", i+1, c.name, took)
+		case errors.As(err, &skip):
+			skips++
+			fmt.Fprintf(w, "ok %d - %s # SKIP %s\n", i+1, c.name, skip.reason)
+		default:
+			failed++
+			failedNames = append(failedNames, c.name)
+			fmt.Fprintf(w, "not ok %d - %s (%s)\n", i+1, c.name, took)
+			for _, line := range strings.Split(err.Error(), "\n") {
+				fmt.Fprintf(w, "#   %s\n", line)
+			}
+		}
+		for _, n := range l.notes {
+			fmt.Fprintf(w, "#   note: %s\n", n)
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(w, "# failed: %s\n", strings.Join(failedNames, " "))
+	}
+	if skips > 0 {
+		fmt.Fprintf(w, "# %d skipped (counted as passed)\n", skips)
+	}
+	fmt.Fprintf(w, "# %d passed, %d failed\n", passed+skips, failed)
+	if failed > 0 {
+		os.Exit(1)
+	}
+}
+
+// skipped is a check that does not apply to this kernel; TAP's "# SKIP".
+type skipped struct{ reason string }
+
+func (s skipped) Error() string { return "skipped: " + s.reason }
+
+func errSkip(reason string) error { return skipped{reason} }
+
+func allChecks(ready time.Duration) []check {
+	return []check{
+		{"host/plugins-up-sandboxed", func(l *lab) error { return checkPluginsUp(l, ready) }},
+		{"host/plugin-identity", checkPluginIdentity},
+		{"rdma/port-info", checkRDMAPortInfo},
+		{"rdma/hw-counters", checkRDMAHWCounters},
+		{"rdma/optional-counters-netlink", checkRDMAOptional},
+		{"rdma/rping-traffic", checkRDMATraffic},
+		{"nvme/info", checkNVMeInfo},
+		{"nvme/smart-equals-nvme-cli", checkNVMeSMART},
+		{"nfs/mounts", checkNFSMounts},
+		{"nfs/per-op", checkNFSPerOp},
+		{"nfs/per-xprt-nconnect", checkNFSXprt},
+		{"nfs/socket-state", checkNFSSockets},
+		{"nfs/bytes-after-io", checkNFSBytes},
+		{"nfs/after-dentry-reclaim", checkNFSAfterReclaim},
+		{"ethtool/virtio_net-driver-stats", func(l *lab) error { return checkDriverStats(l, "eth0", "virtio_net") }},
+		{"ethtool/e1000e-driver-stats", func(l *lab) error { return checkDriverStats(l, "eth1", "e1000e") }},
+		{"ethtool/standard-stats", checkStandardStats},
+		{"ebpf/attach", checkEBPFAttach},
+		{"ebpf/disk-io", checkEBPFDisk},
+		{"ebpf/tcp-connections", checkEBPFConnections},
+	}
+}
+
+func selected(all []check, only string) []check {
+	if only == "" {
+		return all
+	}
+	var out []check
+	for _, c := range all {
+		for _, p := range strings.Split(only, ",") {
+			if strings.HasPrefix(c.name, p) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
