@@ -1,11 +1,17 @@
 package batch_test
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/batch/batchtest"
@@ -176,4 +182,90 @@ func FuzzCheck(f *testing.F) {
 			}
 		}
 	})
+}
+
+// baselineBatch is the Batch message of the first protocol release
+// (proto/baseline/v0.1.0.binpb, api_version 1.0.0): what a host of that
+// release decodes a plugin's batch as.
+func baselineBatch(t *testing.T) protoreflect.MessageType {
+	t.Helper()
+	raw, err := os.ReadFile("../../proto/baseline/v0.1.0.binpb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set descriptorpb.FileDescriptorSet // a buf image is one, with extra fields
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, &set); err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range set.File {
+		if fd.GetPackage() != "plexporter.plugin.v1" {
+			continue
+		}
+		file, err := protodesc.NewFile(fd, protoregistry.GlobalFiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dynamicpb.NewMessageType(file.Messages().ByName("Batch"))
+	}
+	t.Fatal("no plexporter.plugin.v1 in the baseline image")
+	return nil
+}
+
+// A 1.1 plugin's native histograms reach a 1.0 host as classic histograms:
+// its decoder skips fields 12 to 19, and what is left is a valid classic
+// chunk — the classic buckets when the plugin sent them, else only the
+// count and sum (the +Inf bucket). A 1.0 plugin's batch (no native
+// columns) is read by this host as classic, as every other test shows.
+func TestNativeHistogramsOnAnOldHost(t *testing.T) {
+	old := baselineBatch(t)
+	if old.Descriptor().Fields().ByNumber(12) != nil {
+		t.Fatal("the baseline already has field 12: not the 1.0 protocol")
+	}
+	for _, b := range batchtest.Natives("o_") {
+		wire, err := proto.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := old.New().Interface()
+		if err := proto.Unmarshal(wire, m); err != nil {
+			t.Fatalf("the 1.0 protocol cannot decode a 1.1 batch: %v", err)
+		}
+		// What the old host's code can see: the known fields only.
+		seen, err := proto.Marshal(dropUnknown(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asOld pluginv1.Batch
+		if err := proto.Unmarshal(seen, &asOld); err != nil {
+			t.Fatal(err)
+		}
+		for j, c := range asOld.Families {
+			ch, err := batch.Open(&asOld, c)
+			if err != nil {
+				t.Fatalf("chunk %d is malformed for a 1.0 host: %v", j, err)
+			}
+			if ch.IsNative() || ch.Type() != pluginv1.MetricType_METRIC_TYPE_HISTOGRAM {
+				t.Fatalf("chunk %d: native %v, type %v", j, ch.IsNative(), ch.Type())
+			}
+			orig := b.Families[j]
+			if !slices.Equal(c.Counts, orig.Counts) || !slices.Equal(c.Values, orig.Values) ||
+				!slices.Equal(c.Bounds, orig.Bounds) || !slices.Equal(c.BucketCounts, orig.BucketCounts) {
+				t.Errorf("chunk %d: the classic columns changed on the way: %v, sent %v", j, c, orig)
+			}
+		}
+	}
+}
+
+func dropUnknown(m proto.Message) proto.Message {
+	r := m.ProtoReflect()
+	r.SetUnknown(nil)
+	r.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Kind() == protoreflect.MessageKind && fd.IsList() {
+			for i := range v.List().Len() {
+				dropUnknown(v.List().Get(i).Message().Interface())
+			}
+		}
+		return true
+	})
+	return m
 }
