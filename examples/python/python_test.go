@@ -9,10 +9,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,10 +21,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/hosttest"
 )
 
 // python is the interpreter of the plugin's #! line.
@@ -54,10 +49,8 @@ var binDir string // the host and the packed plugin, built once (TestMain)
 // buildOnce builds the host as make build does (static: the sandbox needs a
 // CGO_ENABLED=0 host) and packs the plugin with package.sh.
 var buildOnce = sync.OnceValue(func() error {
-	cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "plexporter"), "../../host")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ../../host: %v\n%s", err, out)
+	if err := (hosttest.Binary{Pkg: "../../host", Out: filepath.Join(binDir, "plexporter")}).Build(); err != nil {
+		return err
 	}
 	if out, err := exec.Command("./package.sh", filepath.Join(binDir, "plexporter-pyexample")).CombinedOutput(); err != nil {
 		return fmt.Errorf("package.sh: %v\n%s", err, out)
@@ -78,9 +71,8 @@ func TestMain(m *testing.M) {
 
 // pyHost is a running host with the Python plugin installed.
 type pyHost struct {
-	t      *testing.T
-	url    string
-	logs   *syncbuf.Buffer
+	t *testing.T
+	*hosttest.Host
 	procfs string // the procfs copy, if the setup asked for one
 }
 
@@ -102,38 +94,11 @@ func startHost(t *testing.T, s setup) *pyHost {
 	if err := buildOnce(); err != nil {
 		t.Fatal(err)
 	}
-	// Owned by root, world-traversable, writable by nobody else: the plugin
-	// user must reach its executable, and the host's trust rules want no
-	// one else able to swap it.
-	dir, err := os.MkdirTemp("", "plexporter-python")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := hosttest.TrustedDir(t, "plexporter-python", "plugins")
 	plugins := filepath.Join(dir, "plugins")
-	for _, d := range []string{dir, plugins} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	copyFile(t, filepath.Join(binDir, "plexporter-pyexample"), filepath.Join(plugins, "plexporter-pyexample"), 0o755)
-	manifest, err := os.ReadFile("plexporter-pyexample.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(plugins, "plexporter-pyexample.yaml"), append(manifest, s.manifest...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	cfg := filepath.Join(dir, "plexporter.yml")
-	if err := os.WriteFile(cfg, []byte("plugins:\n  pyexample:\n"+s.config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	args := []string{"--plugin.dir=" + plugins, "--config.file=" + cfg, "--web.listen-address=" + addr, "--log.level=debug"}
+	hosttest.InstallManifest(t, plugins, "plexporter-pyexample.yaml", s.manifest)
+	args := []string{"--log.level=debug"}
 	if s.procfs != "" {
 		procfs := filepath.Join(dir, "proc")
 		copyTree(t, filepath.Join("testdata", s.procfs), procfs)
@@ -142,92 +107,31 @@ func startHost(t *testing.T, s setup) *pyHost {
 		}
 		args = append(args, "--path.procfs="+procfs)
 	}
-	h := &pyHost{t: t, url: "http://" + addr, logs: &syncbuf.Buffer{}, procfs: filepath.Join(dir, "proc")}
-	cmd := exec.Command(filepath.Join(binDir, "plexporter"), append(args, s.flags...)...)
-	cmd.Stdout, cmd.Stderr = h.logs, h.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("host log:\n%s", h.logs.String())
-		}
+	host := hosttest.Start(t, hosttest.Options{
+		Binary:    filepath.Join(binDir, "plexporter"),
+		PluginDir: plugins,
+		Config:    "plugins:\n  pyexample:\n" + s.config,
+		Args:      append(args, s.flags...),
 	})
-	// Ready: the plugin has started, failed its first start or was
-	// refused. /ready collects nothing, so each test's first scrape is the
-	// plugin's first Collect.
-	h.waitFor(20*time.Second, "the host to be ready", func() bool {
-		resp, err := http.Get(h.url + "/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return h
+	return &pyHost{t: t, Host: host, procfs: filepath.Join(dir, "proc")}
 }
 
 func (h *pyHost) waitFor(d time.Duration, what string, ok func() bool) {
 	h.t.Helper()
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if ok() {
-			return
-		}
-	}
-	h.t.Fatalf("timed out after %v waiting for %s", d, what)
-}
-
-func (h *pyHost) tryScrape(query string) (map[string]*dto.MetricFamily, error) {
-	resp, err := http.Get(h.url + "/metrics" + query)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %d %s", resp.StatusCode, body)
-	}
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	return p.TextToMetricFamilies(bytes.NewReader(body))
+	hosttest.WaitFor(h.t, d, what, ok)
 }
 
 func (h *pyHost) scrape() map[string]*dto.MetricFamily {
 	h.t.Helper()
-	mfs, err := h.tryScrape("")
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	mfs, _ := h.Scrape(h.t)
 	return mfs
 }
 
 // value is the value of family's series whose labels include the given
 // name/value pairs; NaN when there is none.
 func value(mfs map[string]*dto.MetricFamily, family string, labels ...string) float64 {
-	for _, m := range mfs[family].GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			match = match && have[labels[i]] == labels[i+1]
-		}
-		if !match {
-			continue
-		}
-		switch {
-		case m.Gauge != nil:
-			return m.GetGauge().GetValue()
-		case m.Counter != nil:
-			return m.GetCounter().GetValue()
-		case m.Untyped != nil:
-			return m.GetUntyped().GetValue()
-		}
+	if v, ok := hosttest.Value(mfs, family, labels...); ok {
+		return v
 	}
 	return math.NaN()
 }
@@ -315,7 +219,7 @@ func TestServesTheNodesProcfs(t *testing.T) {
 	}
 	// The plugin's hclog JSON line, re-logged by the host at its level,
 	// tagged with the plugin and with the plugin's own keys.
-	if logs := h.logs.String(); !strings.Contains(logs, `level=INFO source=pluginlog.go`) || !containsLine(logs, "msg=configured plugin=pyexample", "procfs=/proc") {
+	if logs := h.Logs(); !strings.Contains(logs, `level=INFO source=pluginlog.go`) || !containsLine(logs, "msg=configured plugin=pyexample", "procfs=/proc") {
 		t.Errorf("no INFO line 'configured' tagged plugin=pyexample with procfs=/proc in the host log")
 	}
 }
@@ -388,7 +292,7 @@ func TestPartialErrorAndPushdown(t *testing.T) {
 			t.Error("pyexample_forks_total served without a stat file")
 		}
 		h.waitFor(5*time.Second, "the partial error logged at WARN", func() bool {
-			return containsLine(h.logs.String(), "level=WARN", "pyexample", "stat", "stat: no such file or directory")
+			return containsLine(h.Logs(), "level=WARN", "pyexample", "stat", "stat: no such file or directory")
 		})
 	})
 	t.Run("loadavg families only", func(t *testing.T) {
@@ -424,7 +328,7 @@ func TestMisconfigured(t *testing.T) {
 			if got := value(mfs, "plexporter_plugin_up", "plugin", "pyexample"); got != 0 {
 				t.Errorf("plexporter_plugin_up = %v, want 0", got)
 			}
-			if !strings.Contains(h.logs.String(), tc.message) {
+			if !strings.Contains(h.Logs(), tc.message) {
 				t.Errorf("the host log does not say %q", tc.message)
 			}
 		})
@@ -459,16 +363,6 @@ func copyTree(t *testing.T, from, to string) {
 	for _, e := range entries {
 		copyFile(t, filepath.Join(from, e.Name()), filepath.Join(to, e.Name()), 0o644)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // TestSHA256Pin: the manifest's pin covers the whole packed plugin, stubs
@@ -520,8 +414,8 @@ func TestHungSourceCostsItsFamilies(t *testing.T) {
 		t.Errorf(`pyexample_load_average{window="1m"} = %v, want 1.25: loadavg's batch was sent before stat hung`, got)
 	}
 	h.waitFor(15*time.Second, "the host to restart the plugin after three timeouts", func() bool {
-		h.tryScrape("")
-		mfs, err := h.tryScrape("")
+		h.TryScrape("")
+		mfs, err := h.TryScrape("")
 		return err == nil && value(mfs, "plexporter_plugin_restarts_total", "plugin", "pyexample") >= 1
 	})
 }
@@ -559,7 +453,7 @@ func TestSandboxConfinesThePlugin(t *testing.T) {
 				t.Errorf("sandboxed: the replaced stat was read (pyexample_forks_total = %v, a stat error: %v), want it denied", forks, denied)
 			case sandboxed:
 				h.waitFor(5*time.Second, "the denial logged", func() bool {
-					return containsLine(h.logs.String(), "level=WARN", "pyexample", "stat: permission denied")
+					return containsLine(h.Logs(), "level=WARN", "pyexample", "stat: permission denied")
 				})
 			case !sandboxed && forks != 99999:
 				t.Errorf("unsandboxed: pyexample_forks_total = %v, want 99999 from the replaced stat", forks)
