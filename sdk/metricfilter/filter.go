@@ -1,6 +1,7 @@
 // Package metricfilter decides which metric families are enabled, NIXL style:
-// comma-separated glob patterns over family base names, an optional denylist,
-// and "everything" when no allowlist is set.
+// comma-separated glob patterns over family names as exposed (a plugin's
+// metric_prefix included: what an operator sees in /metrics), an optional
+// denylist, and "everything" when no allowlist is set.
 //
 // The host and the SDK share this package so that a family the host would
 // drop is never collected by a plugin in the first place (allowlist pushdown).
@@ -57,7 +58,7 @@ func clean(patterns []string) ([]string, error) {
 }
 
 // Allow reports whether the family is enabled. name is the family name as
-// exposed (counters end in _total); it matches a pattern if either the name or
+// exposed (the metric_prefix included; counters end in _total); it matches a pattern if either the name or
 // its base name (without _total) does, so "rdma_port_rcv_data" and
 // "rdma_port_rcv_data_total" both select the counter. A histogram or summary
 // is selected by its family name and so brings all of its _bucket, _sum,

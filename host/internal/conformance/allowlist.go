@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/plexporter/plexporter/host/internal/supervise"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
@@ -99,4 +100,76 @@ func (c *checker) prefixRule() {
 		return
 	}
 	c.pass(rule, "with metric_prefix %q: %d families, all prefixed", checkPrefix, len(col.families))
+}
+
+// prefixedAllowlist checks that the allowlist is matched as the host
+// matches it when a metric_prefix is set: against the name as exposed.
+// One process has the prefixed name of a family sent as its allowlist and
+// must send that family; another has the bare name and must send nothing,
+// since the host would hide whatever it sent (the SDK once matched both,
+// and collected families no operator could see).
+func (c *checker) prefixedAllowlist() {
+	const rule = "allowlist.prefixed"
+	if c.base == nil || c.base.err != nil {
+		c.skip(rule, "the first Collect failed")
+		return
+	}
+	if len(c.base.merged.Families) == 0 {
+		c.skip(rule, "the plugin exposed no family unfiltered (%s): nothing to filter", c.base.summary(c.p.Name))
+		return
+	}
+	if r := c.results["metric-prefix"]; r.Status != Pass {
+		c.skip(rule, "metric-prefix did not pass: the prefix must be applied before the allowlist can match it")
+		return
+	}
+	bare := strings.TrimPrefix(c.base.merged.Families[0].Name, c.s.MetricPrefix)
+	prefixed := checkPrefix + bare
+
+	s := c.s
+	s.MetricPrefix, s.Enabled, s.Disabled = checkPrefix, []string{prefixed}, nil
+	col, ok := c.collectWith(rule, s)
+	if !ok {
+		return
+	}
+	filter, err := metricfilter.New(s.Enabled, nil)
+	if err != nil {
+		panic(err) // the runner's own pattern
+	}
+	sent := slices.Sorted(maps.Keys(col.families))
+	if !slices.ContainsFunc(sent, filter.Allow) {
+		c.fail(rule, "with metric_prefix %q and the allowlist [%s] the plugin sent no family (%s): match the allowlist against the name as exposed, prefix included", checkPrefix, prefixed, col.summary(c.p.Name))
+		return
+	}
+	if outside := slices.DeleteFunc(slices.Clone(sent), filter.Allow); len(outside) > 0 {
+		c.fail(rule, "with metric_prefix %q and the allowlist [%s] the plugin sent families outside it: %s", checkPrefix, prefixed, strings.Join(outside, ", "))
+		return
+	}
+
+	s.Enabled = []string{bare}
+	col, ok = c.collectWith(rule, s)
+	if !ok {
+		return
+	}
+	if len(col.families) > 0 {
+		c.fail(rule, "with metric_prefix %q and the allowlist [%s] the plugin sent %s, which the host hides (it matches %s, not %s): match the allowlist against the name as exposed, prefix included", checkPrefix, bare, strings.Join(slices.Sorted(maps.Keys(col.families)), ", "), prefixed, bare)
+		return
+	}
+	c.pass(rule, "with metric_prefix %q: the allowlist [%s] selects it, [%s] nothing", checkPrefix, prefixed, bare)
+}
+
+// collectWith collects once from a new process configured with s; false
+// (the rule failed) when it could not.
+func (c *checker) collectWith(rule string, s supervise.Settings) (*collection, bool) {
+	in, err := c.configured(s)
+	if err != nil {
+		c.fail(rule, "with metric_prefix %q and the allowlist %v: %v", s.MetricPrefix, s.Enabled, err)
+		return nil, false
+	}
+	defer c.retire(in)
+	col := c.collect(in, s)
+	if col.err != nil {
+		c.fail(rule, "with metric_prefix %q and the allowlist %v, Collect failed after %v: %v", s.MetricPrefix, s.Enabled, round(col.took), col.err)
+		return nil, false
+	}
+	return col, true
 }

@@ -52,6 +52,7 @@ func (c *checker) collect(in *instance, s supervise.Settings) *collection {
 		col.batches, col.errors, err = batch.Drain(stream, batch.LimitsFor(s.MaxSeries))
 	}
 	col.err, col.took = err, time.Since(began)
+	in.lastCollect = time.Now()
 	col.families = familiesSent(col.batches)
 	col.merged = c.guard(&s, col.batches)
 	return col

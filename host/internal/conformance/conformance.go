@@ -73,6 +73,11 @@ const (
 	cancelAfter  = 25 * time.Millisecond // at the earliest, cancel a Collect that has sent nothing yet
 	cancelGrace  = time.Second           // the next Collect may take this much longer than usual
 	repeats      = 3                     // Collects after the first, for collect.stable
+	// upAfter is how long after its last Collect the first process must
+	// still run: a plugin that gives up on a stuck collect and exits so
+	// that the host restarts it (plexporter-so with a hanging library)
+	// answers the Collects right after it, and is gone a second later.
+	upAfter = 2 * time.Second
 )
 
 // nothingMatches is an allowlist pattern no plugin family can match: the
@@ -244,6 +249,8 @@ type instance struct {
 	// start timeout from there, as in the host.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// lastCollect is when its last Collect through checker.collect ended.
+	lastCollect time.Time
 }
 
 func (in *instance) stop() {
@@ -320,6 +327,8 @@ func (c *checker) checkPlugin() {
 	c.collectRules(main)
 	c.allowlists()
 	c.prefixRule()
+	c.prefixedAllowlist()
 	c.stopRule()
+	c.stayedUp(main)
 	c.lifeline(main)
 }

@@ -101,3 +101,25 @@ func (c *checker) lifeline(main *instance) {
 		c.fail(rule, "still running %v after fd 3 (%s) read EOF: a plugin whose host died would live on", lifelineWait, transport.LifelineEnv)
 	}
 }
+
+// stayedUp checks that the first process, which the host would have kept
+// all along, still runs at the end of the run and at least upAfter after
+// its last Collect. A plugin that exits on its own (item 10) is restarted
+// by the host, and what it had — its state, its scrape — is lost; a
+// plugin that gives up on a stuck collect and exits answers the Collects
+// right after it quickly, so collect.stable and collect.cancel alone pass
+// it.
+func (c *checker) stayedUp(main *instance) {
+	const rule = "process.up"
+	if wait := time.Until(main.lastCollect.Add(upAfter)); wait > 0 {
+		select {
+		case <-main.proc.Exited():
+		case <-time.After(wait):
+		}
+	}
+	if !main.alive() {
+		c.fail(rule, "the process exited on its own during the run (%v), after its last Collect: the host would restart it and lose a scrape (see its stderr above)", exitText(main.proc.ExitError()))
+		return
+	}
+	c.pass(rule, "still running %v after its last Collect", round(time.Since(main.lastCollect)))
+}

@@ -53,9 +53,16 @@ const (
 	faultNoCancel    = "nocancel"    // collect.cancel: works on for seconds after a cancel
 	faultNoAllowlist = "noallowlist" // allowlist.one, allowlist.none: ignores the allowlist
 	faultNoPrefix    = "noprefix"    // metric-prefix: ignores metric_prefix
+	faultBareAllow   = "bareallow"   // allowlist.prefixed: also matches the allowlist on names without metric_prefix
+	faultDies        = "dies"        // process.up: exits on its own a second after its last Collect
 	faultNoStop      = "nostop"      // stop: lives on when the host closes the connection
 	faultNoLifeline  = "nolifeline"  // lifeline: ignores fd 3
 )
+
+// A dies plugin exits dieAfter after its last Collect, as plexporter-so
+// does a second after giving up on a library's stuck collect; the Collects
+// that come sooner are answered as usual.
+const dieAfter = time.Second
 
 // A nocancel Collect takes slowCollect, its context ignored; once
 // cancelled, it goes on for lingerCancelled more (reading every device the
@@ -80,6 +87,7 @@ type misfit struct {
 	filter   *metricfilter.Filter
 	prefix   string
 	collects int
+	dying    *time.Timer // faultDies: the exit, pushed back at every Collect
 	// collecting admits one Collect at a time, as the SDK does: a Collect
 	// that ignores its cancellation then holds up the next one.
 	collecting sync.Mutex
@@ -176,14 +184,20 @@ func (m *misfit) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 		series += collects
 	case faultNoAllowlist:
 		filter = nil
+	case faultDies:
+		m.dieLater()
 	}
 	// The filter matches the names as written, prefix included.
+	allow := filter.Allow
+	if m.fault == faultBareAllow {
+		allow = func(name string) bool { return filter.Allow(name) || filter.Allow(strings.TrimPrefix(name, prefix)) }
+	}
 	info, value, extra := prefix+infoFamily, prefix+valueFamily, prefix+extraFamily
 	b := newBatch()
-	if filter.Allow(info) {
+	if allow(info) {
 		b.gauge(info, "The misfit's fault.", "fault", []string{m.fault})
 	}
-	if filter.Allow(value) {
+	if allow(value) {
 		values := make([]string, 0, series+1)
 		for i := range series {
 			values = append(values, strconv.Itoa(i))
@@ -196,13 +210,27 @@ func (m *misfit) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 		}
 		b.gauge(value, "Test series.", "i", values)
 	}
-	if m.fault == faultUndeclared && filter.Allow(extra) {
+	if m.fault == faultUndeclared && allow(extra) {
 		b.gauge(extra, "Not in the catalogue.", "i", []string{"0"})
 	}
 	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
 	}
 	return stream.Send(&pluginv1.CollectResponse{Batch: b.b})
+}
+
+// dieLater (re)arms the exit dieAfter from now.
+func (m *misfit) dieLater() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.dying != nil {
+		m.dying.Reset(dieAfter)
+		return
+	}
+	m.dying = time.AfterFunc(dieAfter, func() {
+		fmt.Fprintln(os.Stderr, "misfit: a collect is stuck; exiting so that the host restarts the plugin")
+		os.Exit(3)
+	})
 }
 
 // batch builds one batch with its string table.
