@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -162,5 +163,119 @@ func BenchmarkSysfsDevices(b *testing.B) {
 		if _, err := r.devices(context.Background()); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The descriptors held between collects follow the tree: a counter file
+// that appears later is read, one that goes away is not exported, and a
+// device removed and created again (another directory under the same
+// name) is read afresh, identity included; nothing stays held for a
+// device that is gone.
+func TestHeldFilesFollowTheTree(t *testing.T) {
+	base := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
+	r := newSysfsReader(base, nil)
+	defer r.close()
+	ctx := context.Background()
+	counter := func(devs []deviceData, dev, name string) (uint64, bool) {
+		for _, d := range devs {
+			if d.name != dev {
+				continue
+			}
+			for _, c := range d.ports[0].counters {
+				if c.name == name {
+					return c.value, true
+				}
+			}
+		}
+		return 0, false
+	}
+	devs, err := r.devices(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := r.fds.Held()
+	if held == 0 {
+		t.Fatal("nothing held after a collect")
+	}
+	port := filepath.Join(base, "class", "infiniband", "mlx5_0", "ports", "1")
+	if _, ok := counter(devs, "mlx5_0", "late_counter"); ok {
+		t.Fatal("late_counter before it exists")
+	}
+	writeFile(t, filepath.Join(port, "hw_counters", "late_counter"), "17\n")
+	if err := os.Remove(filepath.Join(port, "counters", "port_xmit_data")); err != nil {
+		t.Fatal(err)
+	}
+	devs, _ = r.devices(ctx)
+	if v, ok := counter(devs, "mlx5_0", "late_counter"); !ok || v != 17 {
+		t.Errorf("late_counter = %d, %v; want 17", v, ok)
+	}
+	if _, ok := counter(devs, "mlx5_0", "port_xmit_data"); ok {
+		t.Error("a removed counter file is still exported")
+	}
+
+	// mlx5_1 removed: its class link and its directory; then a new
+	// directory under the same name with other values.
+	link := filepath.Join(base, "class", "infiniband", "mlx5_1")
+	target, err := os.Readlink(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	devDir := filepath.Join(filepath.Dir(link), target)
+	saved := t.TempDir()
+	if err := os.Rename(devDir, filepath.Join(saved, "mlx5_1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	devs, _ = r.devices(ctx)
+	for _, d := range devs {
+		if d.name == "mlx5_1" {
+			t.Fatal("a removed device is exported")
+		}
+	}
+	if r.fds.Held() >= held {
+		t.Errorf("%d descriptors held after a device went away, %d before", r.fds.Held(), held)
+	}
+	if err := os.Rename(filepath.Join(saved, "mlx5_1"), devDir+".new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(devDir+".new", devDir); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(devDir, "board_id"), "NEW_BOARD\n")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	devs, _ = r.devices(ctx)
+	var found bool
+	for _, d := range devs {
+		if d.name == "mlx5_1" {
+			found = true
+			if d.ident.boardID != "NEW_BOARD" || len(d.ports) == 0 {
+				t.Errorf("re-added device: board_id %q, %d ports", d.ident.boardID, len(d.ports))
+			}
+		}
+	}
+	if !found {
+		t.Error("a re-added device is missing")
+	}
+
+	// Replaced between two collects, none seeing it gone: the directory is
+	// another inode, so nothing read through the old one is reused.
+	copyDir := devDir + ".copy"
+	if out, err := exec.Command("cp", "-a", devDir, copyDir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	writeFile(t, filepath.Join(copyDir, "ports", "1", "counters", "port_rcv_data"), "4242\n")
+	if err := os.RemoveAll(devDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(copyDir, devDir); err != nil {
+		t.Fatal(err)
+	}
+	devs, _ = r.devices(ctx)
+	if v, ok := counter(devs, "mlx5_1", "port_rcv_data"); !ok || v != 4242 {
+		t.Errorf("replaced device: port_rcv_data = %d, %v; want the new directory's 4242", v, ok)
 	}
 }
