@@ -32,6 +32,15 @@ type config struct {
 	// ObjectStoreLatencyBuckets overrides the connection latency
 	// histogram's bounds, in seconds.
 	ObjectStoreLatencyBuckets []float64 `json:"object_store_latency_buckets"`
+	// NFSLatency switches the NFS per-operation latency programs: unset,
+	// they load once an NFS file system is mounted (nfsgroup.go).
+	NFSLatency *bool `json:"nfs_latency"`
+	// NFSLatencyBuckets overrides the NFS latency histogram's bounds, in
+	// seconds.
+	NFSLatencyBuckets []float64 `json:"nfs_latency_buckets"`
+	// NFSVolumeIDRegex derives volume_id from an NFS export path, as the
+	// nfs plugin's volume_id_regex does (keep the two equal).
+	NFSVolumeIDRegex string `json:"nfs_volume_id_regex"`
 	// TracefsPath is where classic tracepoints' ids are read; defaults to
 	// <sysfs>/kernel/tracing.
 	TracefsPath string `json:"tracefs_path"`
@@ -49,9 +58,11 @@ type config struct {
 	// counted at once (the LRU map's size).
 	MaxDestinations int `json:"max_destinations"`
 
-	nfsServers []netip.Addr // parsed NFSServers
-	bounds     []float64    // DiskLatencyBuckets or the defaults
-	connBounds []float64    // ObjectStoreLatencyBuckets or the defaults
+	nfsServers  []netip.Addr // parsed NFSServers
+	bounds      []float64    // DiskLatencyBuckets or the defaults
+	connBounds  []float64    // ObjectStoreLatencyBuckets or the defaults
+	nfsBounds   []float64    // NFSLatencyBuckets or the defaults
+	volumeNamer *volumeNamer // NFSVolumeIDRegex compiled
 }
 
 const (
@@ -66,7 +77,25 @@ func defaultConfig() config {
 		ObjectStorePorts: []uint16{443, 80},
 		RefreshInterval:  model.Duration(60 * time.Second),
 		MaxDestinations:  1024,
+		NFSVolumeIDRegex: defaultVolumeIDRegex,
 	}
+}
+
+// NFS latency modes (config.nfsLatencyMode).
+const (
+	nfsLatencyAuto = iota // once an NFS file system is mounted
+	nfsLatencyOn
+	nfsLatencyOff
+)
+
+func (c *config) nfsLatencyMode() int {
+	switch {
+	case c.NFSLatency == nil:
+		return nfsLatencyAuto
+	case *c.NFSLatency:
+		return nfsLatencyOn
+	}
+	return nfsLatencyOff
 }
 
 func (c *config) diskEnabled() bool { return c.Disk == nil || *c.Disk }
@@ -112,6 +141,18 @@ func (c *config) validate() error {
 		}
 		c.connBounds = c.ObjectStoreLatencyBuckets
 	}
+	c.nfsBounds = defaultNFSBounds()
+	if c.NFSLatencyBuckets != nil {
+		if err := validateBounds("nfs_latency_buckets", c.NFSLatencyBuckets); err != nil {
+			return err
+		}
+		c.nfsBounds = c.NFSLatencyBuckets
+	}
+	namer, err := newVolumeNamer(c.NFSVolumeIDRegex)
+	if err != nil {
+		return fmt.Errorf("nfs_volume_id_regex: %w", err)
+	}
+	c.volumeNamer = namer
 	c.nfsServers = nil
 	for i, s := range c.NFSServers {
 		a, err := netip.ParseAddr(strings.TrimSpace(s))

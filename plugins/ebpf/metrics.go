@@ -55,7 +55,7 @@ const (
 	collectorConnections = "object_store_connections"
 )
 
-var errorCollectors = []string{collectorDisk, collectorTCP, collectorConnections, collectorNFSServers, collectorObjectStore}
+var errorCollectors = []string{collectorDisk, collectorTCP, collectorConnections, collectorNFSLatency, collectorNFSServers, collectorObjectStore}
 
 // Reasons of ebpf_events_dropped_total.
 const (
@@ -71,5 +71,6 @@ var catalogue = []*sdk.Desc{
 	descNFSRetransmits, descObjectStoreRetransmits,
 	descObjectStoreConnections, descObjectStoreLatency, descObjectStoreSent, descObjectStoreReceived,
 	descTCPDestinations, descTCPEvicted, descWatchedAddrs,
+	descNFSOpLatency, descNFSOpRequests, descNFSOpRetransmits,
 	descProgramLoaded, descEventsDropped, descCollectionErrors,
 }

@@ -28,6 +28,7 @@ type plugin struct {
 	tcp      *probe // nil when no TCP variant runs
 	conn     *probe // nil when no connection variant runs
 	conns    *connTotals
+	nfs      nfsLatency
 	programs []programState
 	devices  *deviceNamer
 	retrans  *retransmitTotals
@@ -87,6 +88,7 @@ func (p *plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 	p.retrans = newRetransmitTotals()
 	p.conns = newConnTotals()
 	p.watch = newWatchState()
+	p.nfs = nfsLatency{}
 	p.programs = nil
 	p.pending = nil
 
@@ -115,7 +117,7 @@ func (p *plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 			return &probeSpec{s, connVariants}, err
 		})
 	}
-	if p.tcp != nil || p.conn != nil {
+	if p.tcp != nil || p.conn != nil || c.nfsLatencyMode() != nfsLatencyOff {
 		p.refreshLocked(ctx)
 		p.stop, p.done = make(chan struct{}), make(chan struct{})
 		go p.refreshLoop(time.Duration(c.RefreshInterval), p.stop, p.done)
@@ -173,6 +175,7 @@ func (p *plugin) Close() {
 			*pr = nil
 		}
 	}
+	p.nfs.close()
 }
 
 func (p *plugin) refreshLoop(every time.Duration, stop, done chan struct{}) {
@@ -250,6 +253,7 @@ func (p *plugin) refreshLocked(ctx context.Context) {
 		}
 	}
 	p.watch.addrs = map[string]int{"nfs": len(servers), "object_store": len(storeAddrs)}
+	p.refreshNFSLatency()
 }
 
 type resolution struct {
@@ -337,6 +341,9 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		if err := p.writeConn(w); err != nil {
 			p.fail(w, collectorConnections, err)
 		}
+	}
+	if err := p.writeNFS(w); err != nil {
+		p.fail(w, collectorNFSLatency, err)
 	}
 	return nil
 }

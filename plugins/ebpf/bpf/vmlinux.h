@@ -32,6 +32,7 @@ enum {
 typedef __u32 dev_t;
 typedef __u64 sector_t;
 typedef __u32 blk_opf_t;
+typedef __s64 ktime_t;
 
 /* The map types and update flags the programs use (uapi linux/bpf.h). */
 enum bpf_map_type {
@@ -168,6 +169,59 @@ struct trace_event_raw_sock_msg_length {
 	__u16 protocol;
 	int ret;
 	int flags;
+};
+
+/* sunrpc (the NFS client's RPC layer; a module on most kernels, whose BTF
+ * then holds these types). */
+struct sockaddr_storage {
+	short unsigned int ss_family;
+	char __data[126];
+};
+
+struct rpc_procinfo {
+	__u32 p_proc;
+	const char *p_name;
+};
+
+struct rpc_message {
+	const struct rpc_procinfo *rpc_proc;
+};
+
+struct rpc_clnt {
+	__u32 cl_prog;
+	__u32 cl_vers;
+};
+
+struct rpc_xprt {
+	struct sockaddr_storage addr;
+	int prot;
+};
+
+struct rpc_rqst {
+	int rq_ntrans;
+};
+
+struct rpc_task {
+	struct rpc_message tk_msg;
+	struct rpc_clnt *tk_client;
+	struct rpc_xprt *tk_xprt;
+	struct rpc_rqst *tk_rqstp;
+};
+
+/* sunrpc:rpc_stats_latency; backlog, rtt and execute in microseconds. */
+struct trace_event_raw_rpc_stats_latency {
+	struct trace_entry ent;
+	unsigned int task_id;
+	unsigned int client_id;
+	__u32 xid;
+	int version;
+	long unsigned int backlog;
+	long unsigned int rtt;
+	long unsigned int execute;
+	__u32 __data_loc_progname;
+	__u32 __data_loc_procname;
+	__u32 __data_loc_addr;
+	__u32 __data_loc_port;
 };
 
 #pragma clang attribute pop
