@@ -269,3 +269,20 @@ func dropUnknown(m proto.Message) proto.Message {
 	})
 	return m
 }
+
+// The byte budget counts the native columns and the view's index.
+func TestSizeCountsNativeColumns(t *testing.T) {
+	b, c := nativeChunk()
+	b.Families = []*pluginv1.FamilyChunk{c}
+	with := batch.Size(b)
+	classic := proto.Clone(c).(*pluginv1.FamilyChunk)
+	classic.NativeSchemas, classic.NativeZeroThresholds, classic.NativeZeroCounts = nil, nil, nil
+	classic.NativePositiveSpanCounts, classic.NativeNegativeSpanCounts = nil, nil
+	classic.NativeSpanOffsets, classic.NativeSpanLengths, classic.NativeDeltas = nil, nil, nil
+	b.Families = []*pluginv1.FamilyChunk{classic}
+	// 2 schemas, 4 span counts, 2 offsets, 2 lengths: 4 bytes each; 2 zero
+	// thresholds, 2 zero counts, 3 deltas: 8 each; the index of 2(2+1) uint32.
+	if want := 4*(2+4+2+2) + 8*(2+2+3) + 8*3; with-batch.Size(b) != want {
+		t.Errorf("native columns count %d bytes, want %d", with-batch.Size(b), want)
+	}
+}

@@ -55,8 +55,10 @@ func Size(b *pluginv1.Batch) int {
 			8*(len(c.Values)+len(c.Counts)+len(c.Bounds)+len(c.BucketCounts)+len(c.QuantileValues)) +
 			4*(len(c.NativeSchemas)+len(c.NativePositiveSpanCounts)+len(c.NativeNegativeSpanCounts)+
 				len(c.NativeSpanOffsets)+len(c.NativeSpanLengths)) +
-			8*(len(c.NativeZeroThresholds)+len(c.NativeZeroCounts)+len(c.NativeDeltas)) +
-			8*2*(len(c.NativeSchemas)+1) // the chunk view's native index (nativeIndex)
+			8*(len(c.NativeZeroThresholds)+len(c.NativeZeroCounts)+len(c.NativeDeltas))
+		if k := len(c.NativeSchemas); k > 0 {
+			n += 8 * (k + 1) // the chunk view's native index (nativeIndex)
+		}
 	}
 	return n
 }
