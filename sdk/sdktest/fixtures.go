@@ -120,6 +120,25 @@ func Promtool(t testing.TB, text string) (warnings string) {
 	return string(out)
 }
 
+// PromtoolClean runs `promtool check metrics` on an exposition and fails
+// the test on every finding except those about a metric named in allowed.
+// allowed maps a metric name to why it keeps a name promtool objects to
+// (always a seed exporter's name that dashboards and alerts query); each
+// plugin lists its exceptions in one place and passes nil if it has none.
+func PromtoolClean(t testing.TB, text string, allowed map[string]string) {
+	t.Helper()
+	for _, line := range strings.Split(Promtool(t, text), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(line, " ") // "<metric> <finding>"
+		if _, ok := allowed[name]; !ok {
+			t.Errorf("promtool check metrics: %s", line)
+		}
+	}
+}
+
 // PromtoolRules runs `promtool check rules` on rule files and fails the
 // test on any problem.
 func PromtoolRules(t testing.TB, files ...string) {
