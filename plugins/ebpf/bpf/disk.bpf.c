@@ -149,15 +149,19 @@ int BPF_PROG(tpbtf_block_rq_issue, struct request *rq)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(tpbtf_block_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
+	/* The direction first: a request the issue program skipped (flush,
+	 * discard) costs no map lookup. */
+	int op = op_of(rq->cmd_flags);
+	if (op < 0)
+		return 0;
 	__u64 key = (__u64)rq;
 	__u64 *start = bpf_map_lookup_elem(&start_by_request, &key);
 	if (!start)
 		return 0;
 	__u64 latency = bpf_ktime_get_ns() - *start;
 	bpf_map_delete_elem(&start_by_request, &key);
-	int op = op_of(rq->cmd_flags);
 	struct gendisk *disk = rq->q->disk;
-	if (op < 0 || !disk)
+	if (!disk)
 		return 0;
 	__u32 dev = ((__u32)disk->major << MINORBITS) | (__u32)disk->first_minor;
 	record(dev, op, nr_bytes, latency);
