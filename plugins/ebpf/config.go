@@ -38,6 +38,10 @@ type config struct {
 	// NFSLatencyBuckets overrides the NFS latency histogram's bounds, in
 	// seconds.
 	NFSLatencyBuckets []float64 `json:"nfs_latency_buckets"`
+	// NativeHistograms writes each latency histogram whose bounds are
+	// schema 0 buckets (the disk and object-store defaults) as a native
+	// histogram too, beside its classic buckets (native.go); default true.
+	NativeHistograms *bool `json:"native_histograms"`
 	// NFSVolumeIDRegex derives volume_id from an NFS export path, as the
 	// nfs plugin's volume_id_regex does (keep the two equal).
 	NFSVolumeIDRegex string `json:"nfs_volume_id_regex"`
@@ -110,6 +114,8 @@ func (c *config) connEnabled() bool {
 	}
 	return len(c.ObjectStoreEndpoints) > 0
 }
+
+func (c *config) nativeHistograms() bool { return c.NativeHistograms == nil || *c.NativeHistograms }
 
 // attachModes are the modes tried for every program, in order.
 func (c *config) attachModes() []string {

@@ -144,7 +144,7 @@ func (p *plugin) writeNFS(w *sdk.Writer) error {
 		}
 		count := n + t[ncBuckets+len(bounds)]
 		labels := []string{s.protocol, s.operation, s.volumeID, s.server}
-		w.Histogram(descNFSOpLatency, bounds, cumulative, count, float64(t[ncLatencyNs])/1e9, labels...)
+		writeLatency(w, p.cfg.nativeHistograms(), descNFSOpLatency, bounds, cumulative, count, float64(t[ncLatencyNs])/1e9, labels...)
 		w.Counter(descNFSOpRequests, float64(t[ncRequests]), labels...)
 		if p.nfs.probe.attach == attachTPBTF {
 			w.Counter(descNFSOpRetransmits, float64(t[ncRetransmits]), labels...)

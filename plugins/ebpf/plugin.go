@@ -370,7 +370,7 @@ func (p *plugin) writeConn(w *sdk.Writer) error {
 		}
 		count := sum + t[ccBuckets+n]
 		w.Counter(descObjectStoreConnections, float64(t[ccConnections]), name)
-		w.Histogram(descObjectStoreLatency, p.cfg.connBounds, cumulative, count, float64(t[ccLatencyNs])/1e9, name)
+		writeLatency(w, p.cfg.nativeHistograms(), descObjectStoreLatency, p.cfg.connBounds, cumulative, count, float64(t[ccLatencyNs])/1e9, name)
 		w.Counter(descObjectStoreSent, float64(t[ccSent]), name)
 		w.Counter(descObjectStoreReceived, float64(t[ccReceived]), name)
 	}
@@ -411,11 +411,11 @@ func (p *plugin) writeDisk(w *sdk.Writer) error {
 		case opRead:
 			w.Counter(descDiskReads, float64(t.ios), dev)
 			w.Counter(descDiskReadBytes, float64(t.bytes), dev)
-			w.Histogram(descDiskReadHist, p.cfg.bounds, cumulative, count, seconds, dev)
+			writeLatency(w, p.cfg.nativeHistograms(), descDiskReadHist, p.cfg.bounds, cumulative, count, seconds, dev)
 		case opWrite:
 			w.Counter(descDiskWrites, float64(t.ios), dev)
 			w.Counter(descDiskWriteBytes, float64(t.bytes), dev)
-			w.Histogram(descDiskWriteHist, p.cfg.bounds, cumulative, count, seconds, dev)
+			writeLatency(w, p.cfg.nativeHistograms(), descDiskWriteHist, p.cfg.bounds, cumulative, count, seconds, dev)
 		}
 	}
 	errMap := p.disk.coll.Maps["disk_errors"]
