@@ -80,18 +80,43 @@ test: lint cross proto-check unit conformance
 ##              manifest's sandbox (as root) and unconfined; the full report
 ##              of a plugin that breaks a rule, the verdict line otherwise.
 ##              CHECK_CONFIG spells out a setting of each shipped plugin so
-##              that configure.wrong-type has a key to get wrong
+##              that configure.wrong-type has a key to get wrong. Then the
+##              Python example (skipped without python3-grpcio unless
+##              PLEXPORTER_REQUIRE_PYTHON is set, as CI does) and plexporter-so
+##              loading the example C collector, as an operator installs one:
+##              an instance symlink plexporter-so-loadavg with a manifest that
+##              grants the collector directory, and a config naming the
+##              library (both generated: they need absolute paths)
 CHECK_CONFIG := host/internal/conformance/testdata/plugins.yml
+CHECK_SO := $(BIN)/conformance-so
 conformance: build
-	@set -e; for b in $(BIN)/plugins/plexporter-*; do \
-		case $$b in *.yaml) continue;; esac; \
+	@set -e; check() { \
 		for mode in auto off; do \
-			if ! out=$$($(BIN)/plexporter plugin check --log.level=warn --sandbox=$$mode --config=$(CHECK_CONFIG) $$b 2>&1); then \
-				echo "$$out"; echo "conformance: $$b (--sandbox=$$mode) breaks the plugin protocol"; exit 1; \
+			if ! out=$$($(BIN)/plexporter plugin check --log.level=warn --sandbox=$$mode --config=$$1 $$2 2>&1); then \
+				echo "$$out"; echo "conformance: $$2 (--sandbox=$$mode) breaks the plugin protocol"; exit 1; \
 			fi; \
 			echo "$$out" | tail -1; \
 		done; \
-	done
+	}; \
+	for b in $(BIN)/plugins/plexporter-*; do \
+		case $$b in *.yaml) continue;; esac; \
+		check $(CHECK_CONFIG) $$b; \
+	done; \
+	if $(PYTHON3) -c 'import grpc, google.protobuf' 2>/dev/null; then \
+		$(MAKE) --no-print-directory python-example; \
+		check $(CHECK_CONFIG) $(BIN)/python/plexporter-pyexample; \
+	elif [ -n "$$PLEXPORTER_REQUIRE_PYTHON" ]; then \
+		echo "conformance: $(PYTHON3) lacks grpc or protobuf (python3-grpcio, python3-protobuf) and PLEXPORTER_REQUIRE_PYTHON is set"; exit 1; \
+	else \
+		echo "conformance: the Python example skipped: $(PYTHON3) lacks grpc or protobuf (python3-grpcio, python3-protobuf)"; \
+	fi; \
+	rm -rf $(CHECK_SO); mkdir -p $(CHECK_SO); \
+	ln -s $(abspath $(BIN))/plugins/plexporter-so $(CHECK_SO)/plexporter-so-loadavg; \
+	printf 'description: plexporter-so with the example collector, for make conformance\ncapabilities: []\npaths:\n  read_only: ["%s", "{procfs}/loadavg"]\n  read_write: []\n  devices: []\nlimits: {memory: 128MiB, nofile: 64}\nenv: []\n' \
+		$(abspath $(BIN))/collectors > $(CHECK_SO)/plexporter-so-loadavg.yaml; \
+	printf 'plugins:\n  so-loadavg:\n    config: {library: "%s", collector: {path: /proc/loadavg}}\n' \
+		$(abspath $(BIN))/collectors/libplexporter_loadavg.so > $(CHECK_SO)/plexporter.yml; \
+	check $(CHECK_SO)/plexporter.yml $(CHECK_SO)/plexporter-so-loadavg
 
 ## cross: the whole tree builds for arm64 (Grace-class AI nodes), and the SDK
 ##        and plugins build on macOS (vendors develop plugins on laptops)

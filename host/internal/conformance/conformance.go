@@ -186,6 +186,7 @@ type checker struct {
 
 	info      *pluginv1.InfoResponse
 	base      *collection     // the first Collect
+	prefixed  *collection     // metric-prefix's Collect, once it passed
 	durations []time.Duration // of the successful Collects of the main instance
 }
 

@@ -118,7 +118,7 @@ func (c *checker) stayedUp(main *instance) {
 		}
 	}
 	if !main.alive() {
-		c.fail(rule, "the process exited on its own during the run (%v), after its last Collect: the host would restart it and lose a scrape (see its stderr above)", exitText(main.proc.ExitError()))
+		c.fail(rule, "the process exited on its own during the run (%v), after its last Collect: the host would restart it, and its state and a scrape would be lost", exitText(main.proc.ExitError()))
 		return
 	}
 	c.pass(rule, "still running %v after its last Collect", round(time.Since(main.lastCollect)))

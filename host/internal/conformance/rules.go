@@ -32,7 +32,7 @@ var Rules = []Rule{
 	{"allowlist.one", "with an allowlist of one family sent, no other family is sent", []int{19}},
 	{"allowlist.none", "with an allowlist that matches no family, no family is sent", []int{19}},
 	{"metric-prefix", "with a metric_prefix, every family sent starts with it", []int{18}},
-	{"allowlist.prefixed", "with a metric_prefix, the allowlist matches the name as exposed: the prefixed name selects the family, the bare name none", []int{18, 19}},
+	{"allowlist.prefixed", "with a metric_prefix, the allowlist matches the names as exposed: the prefixed names select families, the bare names none", []int{18, 19}},
 	{"stop", "exits within 2s of the host closing the connection", []int{9}},
 	{"process.up", "the first process is still running at the end of the run, 2s or more after its last Collect", []int{10}},
 	{"lifeline", "exits within 5s of its lifeline (fd 3) reading EOF", []int{8}},
