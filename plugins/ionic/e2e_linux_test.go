@@ -1,20 +1,16 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/plexporter/plexporter/internal/dashboardtest"
 	"github.com/plexporter/plexporter/internal/hosttest"
-	"github.com/plexporter/plexporter/internal/syncbuf"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
@@ -141,100 +137,10 @@ func TestDashboardAnswers(t *testing.T) {
 		}
 	}
 	n := startNode(t, m, stats)
-	promURL := startPrometheus(t, prom, n.host.Addr)
-	waitFor(t, 60*time.Second, "five scrapes", func() bool {
-		r, err := instant(promURL, `count_over_time(up{job="plexporter"}[1m]) >= 5`)
+	promURL := dashboardtest.StartPrometheus(t, prom, n.host.Addr)
+	hosttest.WaitFor(t, 60*time.Second, "five scrapes", func() bool {
+		r, err := dashboardtest.Instant(promURL, `count_over_time(up{job="plexporter"}[1m]) >= 5`)
 		return err == nil && len(r) == 1
 	})
-	d := loadDashboard(t)
-	vqs, labels := variableQueries(t, d)
-	for i, q := range vqs {
-		res, err := instant(promURL, substitute(q.expr))
-		if err != nil {
-			t.Errorf("%s: %s: %v", q.where, q.expr, err)
-			continue
-		}
-		if !slices.ContainsFunc(res, func(r result) bool { return r.Metric[labels[i]] != "" }) {
-			t.Errorf("%s: %s gives no value of %s", q.where, q.expr, labels[i])
-		}
-	}
-	for _, q := range panelQueries(t, d) {
-		res, err := instant(promURL, substitute(q.expr))
-		switch {
-		case err != nil:
-			t.Errorf("%s: %s: %v", q.where, q.expr, err)
-		case len(res) == 0:
-			t.Errorf("%s: %s: empty", q.where, substitute(q.expr))
-		}
-	}
-}
-
-type result struct {
-	Metric map[string]string
-	Value  []any
-}
-
-// instant runs an instant query; an error is Prometheus's (bad PromQL).
-func instant(promURL, q string) ([]result, error) {
-	resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(q))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Status, Error string
-		Data          struct {
-			ResultType string
-			Result     json.RawMessage
-		}
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, err
-	}
-	if body.Status != "success" {
-		return nil, fmt.Errorf("prometheus: %s", body.Error)
-	}
-	var res []result
-	switch body.Data.ResultType {
-	case "vector", "matrix":
-		if err := json.Unmarshal(body.Data.Result, &res); err != nil {
-			return nil, err
-		}
-	case "scalar":
-		res = []result{{Metric: map[string]string{}}}
-	}
-	return res, nil
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !ok(); time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-	}
-}
-
-// startPrometheus runs Prometheus scraping the host every second as job
-// plexporter and returns its URL.
-func startPrometheus(t *testing.T, bin, hostAddr string) string {
-	t.Helper()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	hosttest.WriteFile(t, cfg, []byte(fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: plexporter\n    static_configs:\n      - targets: [%q]\n", hostAddr)))
-	addr := hosttest.FreeAddr(t)
-	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
-	logs := &syncbuf.Buffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", logs.String())
-		}
-	})
-	return "http://" + addr
+	dashboardtest.CheckAnswers(t, promURL, dashboardFile, dashboardtest.Load(t, dashboardFile))
 }
