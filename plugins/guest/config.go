@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/plexporter/plexporter/sdk"
 )
 
 const (
@@ -60,16 +61,16 @@ type config struct {
 	// (<procfs>/<pid>/mountinfo); 0 is the plugin's own (self).
 	MountinfoPID int `json:"mountinfo_pid"`
 	// StatfsTimeout bounds the statfs calls of a scrape.
-	StatfsTimeout duration `json:"statfs_timeout"`
+	StatfsTimeout sdk.Duration `json:"statfs_timeout"`
 	// Kmsg enables the soft-lockup tailer (default true).
 	Kmsg *bool `json:"kmsg"`
 	// KmsgPath is the kernel log device.
 	KmsgPath string `json:"kmsg_path"`
 
 	// ProbeInterval is the time between probe rounds.
-	ProbeInterval duration `json:"probe_interval"`
+	ProbeInterval sdk.Duration `json:"probe_interval"`
 	// ProbeTimeout bounds each probe.
-	ProbeTimeout duration `json:"probe_timeout"`
+	ProbeTimeout sdk.Duration `json:"probe_timeout"`
 	// ICMPTargets are hosts to send an ICMP echo to.
 	ICMPTargets []string `json:"icmp_targets"`
 	// NFSProbe sends an NFS NULL RPC to every NFS server in the mount
@@ -88,10 +89,10 @@ func defaultConfig() config {
 		DiskDevices:        defaultDiskDevices,
 		FilesystemTypes:    slices.Clone(defaultFilesystemTypes), // Decode writes into the slice
 		MountPointsExclude: defaultMountPointsExclude,
-		StatfsTimeout:      duration{Duration: defaultStatfsTimeout},
+		StatfsTimeout:      sdk.Duration{Duration: defaultStatfsTimeout},
 		KmsgPath:           defaultKmsgPath,
-		ProbeInterval:      duration{Duration: defaultProbeInterval},
-		ProbeTimeout:       duration{Duration: defaultProbeTimeout},
+		ProbeInterval:      sdk.Duration{Duration: defaultProbeInterval},
+		ProbeTimeout:       sdk.Duration{Duration: defaultProbeTimeout},
 	}
 }
 
@@ -122,9 +123,6 @@ func (c *config) validate() error {
 	if c.MountinfoPID < 0 {
 		return fmt.Errorf("mountinfo_pid: %d is not a process id (0 for the plugin's own mount table)", c.MountinfoPID)
 	}
-	if c.StatfsTimeout.err != nil {
-		return fmt.Errorf("statfs_timeout: %w", c.StatfsTimeout.err)
-	}
 	if d := c.StatfsTimeout.Duration; d < minimumStatfsTimeout {
 		return fmt.Errorf("statfs_timeout: %s is below the minimum of %s", d, minimumStatfsTimeout)
 	}
@@ -136,14 +134,8 @@ func (c *config) validate() error {
 
 // validateProbes checks the probe keys and normalises the targets.
 func (c *config) validateProbes() error {
-	if c.ProbeInterval.err != nil {
-		return fmt.Errorf("probe_interval: %w", c.ProbeInterval.err)
-	}
 	if d := c.ProbeInterval.Duration; d < minimumProbeInterval {
 		return fmt.Errorf("probe_interval: %s is below the minimum of %s", d, minimumProbeInterval)
-	}
-	if c.ProbeTimeout.err != nil {
-		return fmt.Errorf("probe_timeout: %w", c.ProbeTimeout.err)
 	}
 	if d := c.ProbeTimeout.Duration; d <= 0 || d >= c.ProbeInterval.Duration {
 		return fmt.Errorf("probe_timeout: %s must be above 0 and below probe_interval (%s)", d, c.ProbeInterval.Duration)
@@ -177,29 +169,3 @@ func (c *config) probesEnabled() bool {
 // kmsgEnabled tells whether the soft-lockup tailer should run (kmsg unset
 // means true).
 func (c *config) kmsgEnabled() bool { return c.Kmsg == nil || *c.Kmsg }
-
-// duration is a time span written as a Go duration string ("5m", "90s") or
-// a number of seconds. A value that is neither does not fail the decode: it
-// is kept in err for validate, which reports it under its key (a decoder
-// error from inside a value cannot say which key it came from).
-type duration struct {
-	time.Duration
-	err error
-}
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	d.Duration, d.err = 0, nil
-	switch x := v.(type) {
-	case string:
-		d.Duration, d.err = time.ParseDuration(x)
-	case float64:
-		d.Duration = time.Duration(x * float64(time.Second))
-	default:
-		d.err = fmt.Errorf("%s is neither a duration string like \"1s\" nor a number of seconds", b)
-	}
-	return nil
-}

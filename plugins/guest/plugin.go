@@ -126,7 +126,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	kmsgOn := c.kmsgEnabled() && anyEnabled(cfg, descSoftLockups)
+	kmsgOn := c.kmsgEnabled() && cfg.AnyEnabled(descSoftLockups)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -140,7 +140,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 		p.prober.stop()
 		p.prober = nil
 	}
-	if c.probesEnabled() && anyEnabled(cfg, probeDescs...) {
+	if c.probesEnabled() && cfg.AnyEnabled(probeDescs...) {
 		p.prober = newProber(c.ProbeInterval.Duration, c.ProbeTimeout.Duration, p.probeTargets(c, cfg.Paths),
 			p.log, func() { p.errs.add(collectorProbe) })
 		p.prober.start()
@@ -172,16 +172,6 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 // systemd's ProtectKernelLogs, a sandbox without the device) from others.
 func isPermission(err error) bool {
 	return errors.Is(err, fs.ErrPermission)
-}
-
-// anyEnabled mirrors Writer.Enabled for Configure time.
-func anyEnabled(cfg sdk.Config, ds ...*sdk.Desc) bool {
-	for _, d := range ds {
-		if cfg.Enabled(d) {
-			return true
-		}
-	}
-	return false
 }
 
 // Close stops the kernel-log tailer and the prober (sdk.Closer). A statfs
@@ -269,17 +259,17 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		fail(collectorStat, err)
 		return nil
 	}
-	if anyWriterEnabled(w, descCPUSteal, descCPUCount, descProcsRunning, descProcsBlocked) {
+	if w.AnyEnabled(descCPUSteal, descCPUCount, descProcsRunning, descProcsBlocked) {
 		writeStat(w, src.proc, fail)
 	}
 	writePressure(w, src.proc, src.procRoot, fail)
-	if anyWriterEnabled(w, descMemAvailable, descSwapUsed) {
+	if w.AnyEnabled(descMemAvailable, descSwapUsed) {
 		writeMeminfo(w, src.proc, fail)
 	}
-	if anyWriterEnabled(w, diskDescs...) {
+	if w.AnyEnabled(diskDescs...) {
 		writeDiskstats(w, src, c.diskRE, fail)
 	}
-	if anyWriterEnabled(w, filesystemDescs...) {
+	if w.AnyEnabled(filesystemDescs...) {
 		p.collectFilesystems(ctx, w, src, paths.Rootfs, c, fail)
 	}
 
@@ -332,15 +322,6 @@ func openSources(paths sdk.Paths) (sources, error) {
 		return sources{}, err
 	}
 	return sources{procRoot: paths.Procfs, proc: proc, block: block}, nil
-}
-
-func anyWriterEnabled(w *sdk.Writer, ds ...*sdk.Desc) bool {
-	for _, d := range ds {
-		if w.Enabled(d) {
-			return true
-		}
-	}
-	return false
 }
 
 // writeErrors writes guest_collection_errors_total, every collector from
