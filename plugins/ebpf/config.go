@@ -38,6 +38,11 @@ type config struct {
 	// NFSLatencyBuckets overrides the NFS latency histogram's bounds, in
 	// seconds.
 	NFSLatencyBuckets []float64 `json:"nfs_latency_buckets"`
+	// TCPRTT switches on the smoothed-RTT programs (off by default: they
+	// run on every received TCP segment of the node).
+	TCPRTT *bool `json:"tcp_rtt"`
+	// TCPRTTBuckets overrides the RTT histograms' bounds, in seconds.
+	TCPRTTBuckets []float64 `json:"tcp_rtt_buckets"`
 	// NativeHistograms writes each latency histogram whose bounds are
 	// schema 0 buckets (the disk and object-store defaults) as a native
 	// histogram too, beside its classic buckets (native.go); default true.
@@ -66,6 +71,7 @@ type config struct {
 	bounds      []float64    // DiskLatencyBuckets or the defaults
 	connBounds  []float64    // ObjectStoreLatencyBuckets or the defaults
 	nfsBounds   []float64    // NFSLatencyBuckets or the defaults
+	rttBounds   []float64    // TCPRTTBuckets or the defaults
 	volumeNamer *volumeNamer // NFSVolumeIDRegex compiled
 }
 
@@ -104,6 +110,7 @@ func (c *config) nfsLatencyMode() int {
 
 func (c *config) diskEnabled() bool { return c.Disk == nil || *c.Disk }
 func (c *config) tcpEnabled() bool  { return c.TCPRetransmits == nil || *c.TCPRetransmits }
+func (c *config) rttEnabled() bool  { return c.TCPRTT != nil && *c.TCPRTT }
 
 // connEnabled: the connection programs run on every socket send and
 // receive of the node, so by default only when there is an endpoint to
@@ -146,6 +153,13 @@ func (c *config) validate() error {
 			return err
 		}
 		c.connBounds = c.ObjectStoreLatencyBuckets
+	}
+	c.rttBounds = defaultRTTBounds()
+	if c.TCPRTTBuckets != nil {
+		if err := validateBounds("tcp_rtt_buckets", c.TCPRTTBuckets); err != nil {
+			return err
+		}
+		c.rttBounds = c.TCPRTTBuckets
 	}
 	c.nfsBounds = defaultNFSBounds()
 	if c.NFSLatencyBuckets != nil {

@@ -1,7 +1,7 @@
 package main
 
 // The BPF programs are compiled with clang into <group>_bpfel.o
-// (little-endian: amd64 and arm64) for the disk, tcp, conn and nfs groups,
+// (little-endian: amd64 and arm64) for the disk, tcp, conn, nfs and rtt groups,
 // which bpf2go embeds in the generated <group>_bpfel.go. All are
 // committed, so a build needs no clang; `make ebpf-generate-check`
 // regenerates them with the pinned clang and fails when the committed
@@ -11,3 +11,4 @@ package main
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -go-package main tcp bpf/tcp.bpf.c
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -go-package main conn bpf/conn.bpf.c
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -go-package main nfs bpf/nfs.bpf.c
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -go-package main rtt bpf/rtt.bpf.c

@@ -55,7 +55,7 @@ const (
 	collectorConnections = "object_store_connections"
 )
 
-var errorCollectors = []string{collectorDisk, collectorTCP, collectorConnections, collectorNFSLatency, collectorNFSServers, collectorObjectStore}
+var errorCollectors = []string{collectorDisk, collectorTCP, collectorConnections, collectorNFSLatency, collectorRTT, collectorNFSServers, collectorObjectStore}
 
 // Reasons of ebpf_events_dropped_total.
 const (
@@ -72,5 +72,6 @@ var catalogue = []*sdk.Desc{
 	descObjectStoreConnections, descObjectStoreLatency, descObjectStoreSent, descObjectStoreReceived,
 	descTCPDestinations, descTCPEvicted, descWatchedAddrs,
 	descNFSOpLatency, descNFSOpRequests, descNFSOpRetransmits,
+	descNFSRTT, descObjectStoreRTT,
 	descProgramLoaded, descEventsDropped, descCollectionErrors,
 }

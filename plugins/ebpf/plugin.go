@@ -20,23 +20,25 @@ import (
 type plugin struct {
 	logf func(msg string, args ...any)
 
-	mu       sync.Mutex
-	cfg      config
-	tracefs  string
-	mounts   string
-	disk     *probe // nil when no disk variant runs
-	tcp      *probe // nil when no TCP variant runs
-	conn     *probe // nil when no connection variant runs
-	conns    *connTotals
-	nfs      nfsLatency
-	programs []programState
-	devices  *deviceNamer
-	retrans  *retransmitTotals
-	watch    watchState
-	errors   map[string]float64 // cumulative, by collector
-	pending  []pendingError     // failures since the last Collect
-	stop     chan struct{}
-	done     chan struct{}
+	mu        sync.Mutex
+	cfg       config
+	tracefs   string
+	mounts    string
+	disk      *probe // nil when no disk variant runs
+	tcp       *probe // nil when no TCP variant runs
+	conn      *probe // nil when no connection variant runs
+	conns     *connTotals
+	rtt       *probe // nil unless tcp_rtt is on and a variant runs
+	rttTotals *rttTotals
+	nfs       nfsLatency
+	programs  []programState
+	devices   *deviceNamer
+	retrans   *retransmitTotals
+	watch     watchState
+	errors    map[string]float64 // cumulative, by collector
+	pending   []pendingError     // failures since the last Collect
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 type pendingError struct {
@@ -87,6 +89,7 @@ func (p *plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 	p.devices = newDeviceNamer(cfg.Paths.Sysfs)
 	p.retrans = newRetransmitTotals()
 	p.conns = newConnTotals()
+	p.rttTotals = newRTTTotals()
 	p.watch = newWatchState()
 	p.nfs = nfsLatency{}
 	p.programs = nil
@@ -117,7 +120,13 @@ func (p *plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 			return &probeSpec{s, connVariants}, err
 		})
 	}
-	if p.tcp != nil || p.conn != nil || c.nfsLatencyMode() != nfsLatencyOff {
+	if c.rttEnabled() {
+		p.rtt = p.loadGroup(collectorRTT, collectorRTT, func() (*probeSpec, error) {
+			s, err := rttSpec(c.rttBounds, c.MaxDestinations)
+			return &probeSpec{s, rttVariants}, err
+		})
+	}
+	if p.tcp != nil || p.conn != nil || p.rtt != nil || c.nfsLatencyMode() != nfsLatencyOff {
 		p.refreshLocked(ctx)
 		p.stop, p.done = make(chan struct{}), make(chan struct{})
 		go p.refreshLoop(time.Duration(c.RefreshInterval), p.stop, p.done)
@@ -169,7 +178,7 @@ func (p *plugin) Close() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, pr := range []**probe{&p.disk, &p.tcp, &p.conn} {
+	for _, pr := range []**probe{&p.disk, &p.tcp, &p.conn, &p.rtt} {
 		if *pr != nil {
 			(*pr).Close()
 			*pr = nil
@@ -250,6 +259,11 @@ func (p *plugin) refreshLocked(ctx context.Context) {
 	if p.conn != nil {
 		if err := applyWatchSet(p.conn, ws); err != nil {
 			p.failLater(collectorConnections, err)
+		}
+	}
+	if p.rtt != nil {
+		if err := applyWatchSet(p.rtt, ws); err != nil {
+			p.failLater(collectorRTT, err)
 		}
 	}
 	p.watch.addrs = map[string]int{"nfs": len(servers), "object_store": len(storeAddrs)}
@@ -341,6 +355,9 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		if err := p.writeConn(w); err != nil {
 			p.fail(w, collectorConnections, err)
 		}
+	}
+	if err := p.writeRTT(w); err != nil {
+		p.fail(w, collectorRTT, err)
 	}
 	if err := p.writeNFS(w); err != nil {
 		p.fail(w, collectorNFSLatency, err)

@@ -171,6 +171,29 @@ struct trace_event_raw_sock_msg_length {
 	int flags;
 };
 
+struct tcp_sock {
+	__u32 srtt_us;
+};
+
+/* tcp:tcp_probe; srtt in µs, ports in host order. */
+struct trace_event_raw_tcp_probe {
+	struct trace_entry ent;
+	__u8 saddr[28];
+	__u8 daddr[28];
+	__u16 sport;
+	__u16 dport;
+	__u16 family;
+	__u32 mark;
+	__u16 data_len;
+	__u32 snd_nxt;
+	__u32 snd_una;
+	__u32 snd_cwnd;
+	__u32 ssthresh;
+	__u32 snd_wnd;
+	__u32 srtt;
+	__u32 rcv_wnd;
+};
+
 /* sunrpc (the NFS client's RPC layer; a module on most kernels, whose BTF
  * then holds these types). */
 struct sockaddr_storage {

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"io"
+	"net"
+	"strconv"
+	"testing"
+)
+
+// pingServer echoes every byte it reads, on 127.0.0.1.
+func pingServer(t *testing.T) uint16 {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	return uint16(l.Addr().(*net.TCPAddr).Port)
+}
+
+// pings makes n 1-byte round trips on one connection to port.
+func pings(t *testing.T, port uint16, n int) {
+	t.Helper()
+	conn, err := net.Dial("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	b := []byte{1}
+	for range n {
+		if _, err := conn.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(conn, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// testRTT: round trips to 127.0.0.1 watched as an NFS server on the test
+// server's port each receive at least one segment (the echo), so the
+// histogram counts at least that many samples, all of a loopback RTT
+// (below 2^-10 s); the same traffic to a port that is not watched counts
+// nothing.
+func testRTT(t *testing.T, attach string) {
+	requireRoot(t)
+	const n = 50
+	watched, other := pingServer(t), pingServer(t)
+	_, c := start(t, map[string]any{
+		"attach":          attach,
+		"disk":            false,
+		"tcp_retransmits": false,
+		"nfs_latency":     false,
+		"tcp_rtt":         true,
+		"nfs_servers":     []any{"127.0.0.1"},
+		"nfs_ports":       []any{float64(watched)},
+	})
+	before := collect(t, c)
+	if got := before.get(t, `ebpf_program_loaded{attach="`+attach+`",program="tcp_probe"}`); got != 1 {
+		t.Fatalf("tcp_probe not running as %s:\n%s", attach, before.errorText())
+	}
+	pings(t, other, n)
+	mid := collect(t, c)
+	key := `nfs_tcp_rtt_seconds_count{server="127.0.0.1"}`
+	if got := mid.or0(key); got != 0 {
+		t.Fatalf("%s = %v after traffic to an unwatched port only", key, got)
+	}
+	pings(t, watched, n)
+	after := collect(t, c)
+	count := after.get(t, key)
+	t.Logf("%s: %v samples for %d round trips, mean srtt %.1f µs", attach, count, n, after.get(t, `nfs_tcp_rtt_seconds_sum{server="127.0.0.1"}`)/count*1e6)
+	if count < n {
+		t.Errorf("%s = %v, want at least %d (one echo segment per round trip)", key, count, n)
+	}
+	if got := after.get(t, `nfs_tcp_rtt_seconds_bucket{le="0.0009765625",server="127.0.0.1"}`); got != count {
+		t.Errorf("%v of %v samples at or below 2^-10 s; a loopback RTT is microseconds", got, count)
+	}
+	if sum := after.get(t, `nfs_tcp_rtt_seconds_sum{server="127.0.0.1"}`); sum <= 0 {
+		t.Errorf("RTT sum %v, want positive", sum)
+	}
+	if len(after.errors) > 0 {
+		t.Errorf("collect errors:\n%s", after.errorText())
+	}
+}
+
+func TestRTTTPBTF(t *testing.T) { testRTT(t, attachTPBTF) }
+
+func TestRTTTracepoint(t *testing.T) {
+	requireTracefs(t)
+	testRTT(t, attachTracepoint)
+}
