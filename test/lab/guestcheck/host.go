@@ -234,3 +234,40 @@ func deltaFrom(b float64, after exposition, name string, want ...string) (float6
 	}
 	return a - b, nil
 }
+
+// dropDentries makes the kernel reclaim dentries and inodes, as memory
+// pressure does, between two scrapes; reclaim/<plugin> read them.
+func dropDentries(l *lab) error {
+	var err error
+	l.reclaimBefore, l.reclaimAfter, err = around(l, func() error {
+		if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0); err != nil {
+			return fmt.Errorf("drop dentries and inodes: %w", err)
+		}
+		// One scrape in between: an error logged once and counted from then on.
+		_, err := l.s.scrape()
+		return err
+	})
+	return err
+}
+
+// checkAfterReclaim: the plugin reported no new partial error in the two
+// scrapes after the reclaim.
+func checkAfterReclaim(l *lab, plugin string) error {
+	if l.reclaimAfter == nil {
+		return errors.New("reclaim/drop-dentries did not run")
+	}
+	var errs []error
+	for _, m := range l.reclaimAfter.series("plexporter_plugin_collect_errors_total", "plugin", plugin) {
+		collector := label(m, "collector")
+		d, err := eventDelta(l.reclaimBefore, l.reclaimAfter, "plexporter_plugin_collect_errors_total", "plugin", plugin, "collector", collector)
+		if err != nil {
+			errs = append(errs, err)
+		} else if d > 0 {
+			errs = append(errs, fmt.Errorf("%s: %v new %s errors after the dentry reclaim (plexporter.log says which)", plugin, d, collector))
+		}
+	}
+	if up, err := l.reclaimAfter.value("plexporter_plugin_up", "plugin", plugin); err != nil || up != 1 {
+		errs = append(errs, fmt.Errorf("%s: plexporter_plugin_up = %v (%v) after the dentry reclaim", plugin, up, err))
+	}
+	return errors.Join(errs...)
+}

@@ -26,6 +26,10 @@ import (
 type check struct {
 	name string
 	run  func(l *lab) error
+	// knownBug marks a check that fails because of a reported, not yet
+	// fixed bug: TAP's "not ok ... # TODO", not counted as failed. When it
+	// passes, the mark is stale and that is a failure.
+	knownBug string
 }
 
 // lab is what every check shares: the scraper and the guest's layout, which
@@ -34,6 +38,8 @@ type lab struct {
 	s       *scraper
 	plugins []string
 	notes   []string
+	// the scrapes around reclaim/drop-dentries
+	reclaimBefore, reclaimAfter exposition
 }
 
 func (l *lab) note(format string, args ...any) {
@@ -59,9 +65,9 @@ func main() {
 		w = io.MultiWriter(os.Stdout, f)
 	}
 	l := &lab{s: newScraper(*url), plugins: strings.Split(*plugins, ",")}
-	checks := selected(allChecks(*ready), *only)
+	checks := selected(append(allChecks(*ready), reclaimChecks(l.plugins)...), *only)
 	fmt.Fprintf(w, "1..%d\n", len(checks))
-	passed, failed, skips := 0, 0, 0
+	passed, failed, skips, known := 0, 0, 0, 0
 	var failedNames []string
 	for i, c := range checks {
 		l.notes = nil
@@ -70,6 +76,16 @@ func main() {
 		took := time.Since(start).Round(100 * time.Millisecond)
 		var skip skipped
 		switch {
+		case c.knownBug != "" && err != nil:
+			known++
+			fmt.Fprintf(w, "not ok %d - %s # TODO %s\n", i+1, c.name, c.knownBug)
+			for _, line := range strings.Split(err.Error(), "\n") {
+				fmt.Fprintf(w, "#   %s\n", line)
+			}
+		case c.knownBug != "":
+			failed++
+			failedNames = append(failedNames, c.name)
+			fmt.Fprintf(w, "not ok %d - %s (passes, but is marked as the known bug %q: remove the mark)\n", i+1, c.name, c.knownBug)
 		case err == nil:
 			passed++
 			fmt.Fprintf(w, "ok %d - %s (%s)\n", i+1, c.name, took)
@@ -91,6 +107,9 @@ func main() {
 	if failed > 0 {
 		fmt.Fprintf(w, "# failed: %s\n", strings.Join(failedNames, " "))
 	}
+	if known > 0 {
+		fmt.Fprintf(w, "# %d known bugs (TODO, not counted)\n", known)
+	}
 	if skips > 0 {
 		fmt.Fprintf(w, "# %d skipped (counted as passed)\n", skips)
 	}
@@ -109,27 +128,43 @@ func errSkip(reason string) error { return skipped{reason} }
 
 func allChecks(ready time.Duration) []check {
 	return []check{
-		{"host/plugins-up-sandboxed", func(l *lab) error { return checkPluginsUp(l, ready) }},
-		{"host/plugin-identity", checkPluginIdentity},
-		{"rdma/port-info", checkRDMAPortInfo},
-		{"rdma/hw-counters", checkRDMAHWCounters},
-		{"rdma/optional-counters-netlink", checkRDMAOptional},
-		{"rdma/rping-traffic", checkRDMATraffic},
-		{"nvme/info", checkNVMeInfo},
-		{"nvme/smart-equals-nvme-cli", checkNVMeSMART},
-		{"nfs/mounts", checkNFSMounts},
-		{"nfs/per-op", checkNFSPerOp},
-		{"nfs/per-xprt-nconnect", checkNFSXprt},
-		{"nfs/socket-state", checkNFSSockets},
-		{"nfs/bytes-after-io", checkNFSBytes},
-		{"nfs/after-dentry-reclaim", checkNFSAfterReclaim},
-		{"ethtool/virtio_net-driver-stats", func(l *lab) error { return checkDriverStats(l, "eth0", "virtio_net") }},
-		{"ethtool/e1000e-driver-stats", func(l *lab) error { return checkDriverStats(l, "eth1", "e1000e") }},
-		{"ethtool/standard-stats", checkStandardStats},
-		{"ebpf/attach", checkEBPFAttach},
-		{"ebpf/disk-io", checkEBPFDisk},
-		{"ebpf/tcp-connections", checkEBPFConnections},
+		{name: "host/plugins-up-sandboxed", run: func(l *lab) error { return checkPluginsUp(l, ready) }},
+		{name: "host/plugin-identity", run: checkPluginIdentity},
+		{name: "rdma/port-info", run: checkRDMAPortInfo},
+		{name: "rdma/hw-counters", run: checkRDMAHWCounters},
+		{name: "rdma/optional-counters-netlink", run: checkRDMAOptional},
+		{name: "rdma/rping-traffic", run: checkRDMATraffic},
+		{name: "nvme/info", run: checkNVMeInfo},
+		{name: "nvme/smart-equals-nvme-cli", run: checkNVMeSMART},
+		{name: "nfs/mounts", run: checkNFSMounts},
+		{name: "nfs/per-op", run: checkNFSPerOp},
+		{name: "nfs/per-xprt-nconnect", run: checkNFSXprt},
+		{name: "nfs/socket-state", run: checkNFSSockets},
+		{name: "nfs/bytes-after-io", run: checkNFSBytes},
+		{name: "nfs/after-dentry-reclaim", run: checkNFSAfterReclaim},
+		{name: "ethtool/virtio_net-driver-stats", run: func(l *lab) error { return checkDriverStats(l, "eth0", "virtio_net") }},
+		{name: "ethtool/e1000e-driver-stats", run: func(l *lab) error { return checkDriverStats(l, "eth1", "e1000e") }},
+		{name: "ethtool/standard-stats", run: checkStandardStats},
+		{name: "ebpf/attach", run: checkEBPFAttach},
+		{name: "ebpf/disk-io", run: checkEBPFDisk},
+		{name: "ebpf/tcp-connections", run: checkEBPFConnections},
 	}
+}
+
+// knownBugs are the reclaim/<plugin> checks that fail for a reported bug
+// (test/lab/README.md, Findings).
+var knownBugs = map[string]string{
+	"guest": "procfs files read through Landlock rules fail after dentry reclaim (README Findings 2)",
+}
+
+// reclaimChecks: one dentry-cache reclaim, then one check per installed
+// plugin that it reported no new partial error.
+func reclaimChecks(plugins []string) []check {
+	checks := []check{{name: "reclaim/drop-dentries", run: dropDentries}}
+	for _, p := range plugins {
+		checks = append(checks, check{name: "reclaim/" + p, run: func(l *lab) error { return checkAfterReclaim(l, p) }, knownBug: knownBugs[p]})
+	}
+	return checks
 }
 
 func selected(all []check, only string) []check {
