@@ -25,6 +25,7 @@ func TestConfigRefusals(t *testing.T) {
 		{Raw: map[string]any{"nfs_servers": []any{"nfs.example"}}, Key: "nfs_servers[0]", Detail: "not an IP address"},
 		{Raw: map[string]any{"nfs_latency_buckets": []any{0.05, 0.0005}}, Key: "nfs_latency_buckets[1]", Detail: "not above the previous bound"},
 		{Raw: map[string]any{"nfs_volume_id_regex": "(["}, Key: "nfs_volume_id_regex", Detail: "missing closing ]"},
+		{Raw: map[string]any{"tcp_rtt_buckets": []any{-0.001}}, Key: "tcp_rtt_buckets[0]", Detail: "not positive"},
 		{Raw: map[string]any{"nfs_ports": []any{0.0}}, Key: "nfs_ports[0]", Detail: "not a port"},
 		{Raw: map[string]any{"object_store_ports": []any{70000.0}}, Key: "object_store_ports", Detail: "cannot unmarshal"},
 		{Raw: map[string]any{"object_store_endpoints": []any{"bad name!"}}, Key: "object_store_endpoints[0]", Detail: "neither an IP address nor a host name"},

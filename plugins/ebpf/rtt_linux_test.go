@@ -5,10 +5,13 @@ import (
 	"net"
 	"strconv"
 	"testing"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // pingServer echoes every byte it reads, on 127.0.0.1.
-func pingServer(t *testing.T) uint16 {
+func pingServer(t testing.TB) uint16 {
 	t.Helper()
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -31,7 +34,7 @@ func pingServer(t *testing.T) uint16 {
 }
 
 // pings makes n 1-byte round trips on one connection to port.
-func pings(t *testing.T, port uint16, n int) {
+func pings(t testing.TB, port uint16, n int) {
 	t.Helper()
 	conn, err := net.Dial("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
 	if err != nil {
@@ -100,4 +103,60 @@ func TestRTTTPBTF(t *testing.T) { testRTT(t, attachTPBTF) }
 func TestRTTTracepoint(t *testing.T) {
 	requireTracefs(t)
 	testRTT(t, attachTracepoint)
+}
+
+// BenchmarkRTTProgramCost reports tcp_probe's run time per event from the
+// BPF run-time statistics, over 1-byte loopback round trips to a watched
+// destination (filter hit, histogram update) and to an unwatched one (the
+// cost every other TCP segment of the node pays).
+func BenchmarkRTTProgramCost(b *testing.B) {
+	for _, attach := range []string{attachTPBTF, attachTracepoint} {
+		for _, target := range []string{"watched", "unwatched"} {
+			b.Run(attach+"/"+target, func(b *testing.B) {
+				requireRoot(b)
+				if attach == attachTracepoint {
+					requireTracefs(b)
+				}
+				stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+				if err != nil {
+					b.Skipf("BPF run-time statistics: %v", err)
+				}
+				defer stats.Close()
+				watched, other := pingServer(b), pingServer(b)
+				p := newPlugin()
+				p.logf = func(string, ...any) {}
+				c := defaultConfig()
+				on := true
+				c.Attach, c.TCPRTT, c.NFSServers, c.NFSPorts = attach, &on, []string{"127.0.0.1"}, []uint16{watched}
+				if err := c.validate(); err != nil {
+					b.Fatal(err)
+				}
+				p.cfg, p.tracefs, p.watch = c, "/sys/kernel/tracing", newWatchState()
+				p.rtt = p.loadGroup(collectorRTT, collectorRTT, func() (*probeSpec, error) {
+					s, err := rttSpec(c.rttBounds, c.MaxDestinations)
+					return &probeSpec{s, rttVariants}, err
+				})
+				if p.rtt == nil {
+					b.Fatalf("tcp_probe not running as %s: %v", attach, p.pending)
+				}
+				defer p.Close()
+				p.refreshLocked(b.Context())
+				port := watched
+				if target == "unwatched" {
+					port = other
+				}
+				b.ResetTimer()
+				pings(b, port, b.N)
+				b.StopTimer()
+				s, err := p.rtt.coll.Programs[rttVariants[attach].hooks[0].program].Stats()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if s.RunCount == 0 {
+					b.Fatal("tcp_probe never ran")
+				}
+				b.ReportMetric(float64(s.Runtime.Nanoseconds())/float64(s.RunCount), "tcp_probe-ns/event")
+			})
+		}
+	}
 }
