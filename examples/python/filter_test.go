@@ -14,7 +14,9 @@ import (
 )
 
 // pythonFilter loads the plugin's source as a module and answers, for each
-// case, whether its Filter allows the name ("error: …" for a bad pattern).
+// case, whether its Filter allows the name ("error: …" for a bad pattern);
+// with a prefix, whether its pushdown (BatchBuilder.enabled) collects the
+// family the plugin names so.
 const pythonFilter = `
 import importlib.machinery, importlib.util, json, sys
 sys.path.insert(0, ".")
@@ -25,7 +27,11 @@ loader.exec_module(plugin)
 out = []
 for case in json.load(sys.stdin):
     try:
-        out.append(str(plugin.Filter(case["enabled"] or [], case["disabled"] or []).allows(case["name"])))
+        filt = plugin.Filter(case["enabled"] or [], case["disabled"] or [])
+        if case["prefix"]:
+            out.append(str(plugin.BatchBuilder(case["prefix"], filt.allows).enabled(case["name"])))
+        else:
+            out.append(str(filt.allows(case["name"])))
     except ValueError as e:
         out.append("error: " + str(e))
 json.dump(out, sys.stdout)
@@ -37,6 +43,9 @@ func TestFilterAgreesWithTheHost(t *testing.T) {
 		Enabled  []string `json:"enabled"`
 		Disabled []string `json:"disabled"`
 		Name     string   `json:"name"`
+		// Prefix is the metric_prefix: the host filters the exposed name,
+		// Prefix+Name, and the plugin's pushdown must agree.
+		Prefix string `json:"prefix"`
 	}
 	var cases []filterCase
 	names := []string{"pyexample_load_average", "vendor_pyexample_load_average", "pyexample_context_switches_total",
@@ -52,6 +61,11 @@ func TestFilterAgreesWithTheHost(t *testing.T) {
 			for _, disabled := range patterns[1:4] {
 				cases = append(cases, filterCase{Enabled: enabled, Disabled: disabled, Name: name})
 			}
+		}
+	}
+	for _, name := range names {
+		for _, enabled := range patterns {
+			cases = append(cases, filterCase{Enabled: enabled, Name: name, Prefix: "vendor_"})
 		}
 	}
 	for _, bad := range []string{"[", "[]", `a\`, "[^]", "[a"} {
@@ -78,12 +92,12 @@ func TestFilterAgreesWithTheHost(t *testing.T) {
 		want := "error"
 		if err == nil {
 			want = "False"
-			if f.Allow(c.Name) {
+			if f.Allow(c.Prefix + c.Name) {
 				want = "True"
 			}
 		}
 		if g, _, _ := strings.Cut(got[i], ":"); g != want {
-			t.Errorf("enabled %q, disabled %q, name %q: plugin %s, host %s (%v)", c.Enabled, c.Disabled, c.Name, got[i], want, err)
+			t.Errorf("enabled %q, disabled %q, prefix %q, name %q: plugin %s, host %s (%v)", c.Enabled, c.Disabled, c.Prefix, c.Name, got[i], want, err)
 		}
 	}
 	t.Logf("%d cases agree", len(cases))
