@@ -9,7 +9,10 @@
 // where the plugin implements Plugin, and Closer when it runs background
 // work. The SDK owns the handshake with the host, logging (Logger), panic
 // recovery, deadlines, allowlist pushdown (Writer.Enabled, AnyEnabled) and
-// the lifeline (the plugin exits when the host goes away). Package sdktest
+// the lifeline (the plugin exits when the host goes away). The allowlist's
+// globs match a family's name as exposed, the host's metric_prefix
+// included, as the host's own filter does: with metric_prefix "pre_",
+// "pre_demo_*" enables Desc "demo_g" and "demo_*" enables nothing. Package sdktest
 // runs a plugin over the real gRPC path and through the host's own guard:
 // a plugin whose output the host would drop, for breaking a rule below,
 // fails its own test.
@@ -38,7 +41,8 @@
 //
 // Configure decodes the plugin's section with Config.Decode into a struct
 // whose json tags are the keys (an unknown key is an error); time spans are
-// Duration. Kernel state is read under Config.Paths, never at fixed paths.
+// Duration; a plugin with no settings refuses any key (CollectorPlugin
+// does). Kernel state is read under Config.Paths, never at fixed paths.
 // A Configure error starts with the key it is about ("smart_interval: 1s is
 // below the minimum of 10s"); remarks that do not stop the plugin go to
 // Config.Warn. At collect, Writer.Error reports a source that failed and
