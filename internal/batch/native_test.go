@@ -121,7 +121,10 @@ func TestCheckNativeShape(t *testing.T) {
 		"span counts vs spans":   {func(c *pluginv1.FamilyChunk) { c.NativePositiveSpanCounts[0] = 2 }, "add up to 3 spans"},
 		"offsets vs lengths":     {func(c *pluginv1.FamilyChunk) { c.NativeSpanOffsets = append(c.NativeSpanOffsets, 0) }, "3 span offsets and 2 span lengths"},
 		"lengths vs deltas":      {func(c *pluginv1.FamilyChunk) { c.NativeSpanLengths[0] = 3 }, "add up to 4 buckets, but there are 3 deltas"},
-		"wrapping span counts":   {func(c *pluginv1.FamilyChunk) { c.NativePositiveSpanCounts[0] = 1<<32 - 1; c.NativeNegativeSpanCounts[1] = 2 }, "span counts add up"},
+		"wrapping span counts": {func(c *pluginv1.FamilyChunk) {
+			c.NativePositiveSpanCounts[0] = 1<<32 - 1
+			c.NativeNegativeSpanCounts[1] = 2
+		}, "span counts add up"},
 		"native on a counter": {func(c *pluginv1.FamilyChunk) {
 			c.Type, c.Counts = pluginv1.MetricType_METRIC_TYPE_COUNTER, nil
 		}, "carries native histogram columns"},
