@@ -1,0 +1,48 @@
+package conformance
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// plexporter-so with a library whose collect never returns gives up on it
+// at the deadline, answers the next Collects at once with a partial error
+// and exits a second later, so that the host restarts it. Each Collect
+// looks fine on its own; process.up sees the process gone, and it is the
+// only rule that fails.
+func TestHangingSharedObjectFailsProcessUp(t *testing.T) {
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc: plexporter-so needs cgo, the hanging library a C compiler")
+	}
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "plexporter-so"), "../../../plugins/so")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build plugins/so: %v\n%s", err, out)
+	}
+	lib := filepath.Join(dir, "libhang.so")
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-I../../../sdk/cabi", "-I../../../plugins/so/testdata",
+		"-o", lib, "../../../plugins/so/testdata/hang.c").CombinedOutput(); err != nil {
+		t.Fatalf("%s hang.c: %v\n%s", cc, err, out)
+	}
+	binary := filepath.Join(dir, "plexporter-so-hang")
+	if err := os.Symlink("plexporter-so", binary); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, "plugins:\n  so-hang:\n    timeout: 1s\n    config: {library: %q}\n", lib), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := check(t, binary, config, SandboxOff, nil)
+	if got := withStatus(rep, Fail); !slices.Equal(got, []string{"process.up"}) {
+		t.Errorf("FAIL %v, want [process.up]:\n%s", got, text(rep))
+	}
+	if got := withStatus(rep, Skip); !slices.Equal(got, []string{"lifeline"}) {
+		t.Errorf("SKIP %v, want [lifeline]:\n%s", got, text(rep))
+	}
+}
