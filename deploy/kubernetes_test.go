@@ -234,6 +234,16 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, cm *corev1.ConfigMap, pl
 	if m, ok := mounts["/run/plexporter"]; !ok || volumes[m.Name].EmptyDir == nil {
 		t.Error("/run/plexporter (the host's runtime directory: the plugins' sockets) must be an emptyDir: the root file system is read-only")
 	}
+	// attribution's default socket is the node's
+	// /var/lib/kubelet/pod-resources/kubelet.sock under --path.rootfs.
+	const podResources = "/host/root/var/lib/kubelet/pod-resources"
+	if m, ok := mounts[podResources]; ok {
+		if v := volumes[m.Name]; v.HostPath == nil || v.HostPath.Path != "/var/lib/kubelet/pod-resources" || !m.ReadOnly {
+			t.Errorf("%s must be the node's /var/lib/kubelet/pod-resources, read-only: volume %+v, mount %+v", podResources, v, m)
+		}
+	} else if slices.Contains(plugins, "attribution") {
+		t.Errorf("attribution needs the node's /var/lib/kubelet/pod-resources at %s", podResources)
+	}
 	if slices.Contains(plugins, "nvme") {
 		if m, ok := mounts["/host/dev"]; !ok || volumes[m.Name].HostPath == nil || volumes[m.Name].HostPath.Path != "/dev" {
 			t.Error("nvme needs the node's /dev at /host/dev")

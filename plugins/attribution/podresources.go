@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -143,6 +144,10 @@ func (p *podResources) dial(ctx context.Context) (podresourcesv1.PodResourcesLis
 		var op *net.OpError
 		if errors.As(err, &op) && op.Err != nil {
 			err = op.Err // "connect: permission denied" without the repeated path
+		}
+		if errors.Is(err, syscall.EPERM) {
+			// The sandbox's seccomp filter, not the socket's mode (EACCES).
+			return nil, nil, fmt.Errorf("kubelet pod-resources socket %s: %w: the sandbox allows no connect; grant the socket's directory in plugins.attribution.manifest network.unix (see the plugin's README, The sandbox)", p.socket, err)
 		}
 		return nil, nil, fmt.Errorf("kubelet pod-resources socket %s: %w", p.socket, err)
 	}

@@ -22,7 +22,15 @@ import (
 // machine's /sys. The fake kubelet's socket is root's with mode 0755, as
 // the kubelet's is: that the plugin reaches it shows the manifest's
 // CAP_DAC_OVERRIDE is granted and enough.
+//
+// Without the grant (the shipped manifest as it is) the sandbox refuses
+// the connect, and the error says what to grant.
 func TestInHostSandbox(t *testing.T) {
+	t.Run("granted", func(t *testing.T) { inHostSandbox(t, true) })
+	t.Run("shipped manifest", func(t *testing.T) { inHostSandbox(t, false) })
+}
+
+func inHostSandbox(t *testing.T, grant bool) {
 	if testing.Short() {
 		t.Skip("builds the host")
 	}
@@ -67,10 +75,10 @@ func TestInHostSandbox(t *testing.T) {
   attribution:
     config:
       pod_resources_socket: %s
-    manifest:
-      network:
-        unix: [%s]
-`, k.Socket, filepath.Dir(k.Socket))
+`, k.Socket)
+	if grant {
+		config += fmt.Sprintf("    manifest:\n      network:\n        unix: [%s]\n", filepath.Dir(k.Socket))
+	}
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +110,20 @@ func TestInHostSandbox(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no attribution series after 30s:\n%s", text)
 		}
+	}
+	if !grant {
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "the sandbox allows no connect"); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no error saying the sandbox refused the connect")
+			}
+		}
+		if !strings.Contains(logs.String(), "kubelet pod-resources socket "+k.Socket+": connect: operation not permitted") {
+			t.Error("the refused connect's error does not name the socket and EPERM")
+		}
+		if strings.Contains(text, "device_pod_info") || k.lists.Load() != 0 {
+			t.Error("the kubelet was reached without a network grant")
+		}
+		return
 	}
 	for _, want := range []string{
 		`plexporter_plugin_sandboxed{plugin="attribution"} 1`,

@@ -60,6 +60,11 @@ plugins:
     config:
       # Every driver statistic of the captured NICs, beside the rdma_* families.
       driver_stats: true
+  attribution:
+    config:
+      # The demo node has no kubelet: its socket would be a collect error
+      # at every scrape.
+      pod_resources_socket: ""
 `
 
 // Tree is a built tree: the roots to pass as --path.sysfs and --path.procfs.
