@@ -115,6 +115,7 @@ func TestExpositionIsClean(t *testing.T) {
 		"nfs_servers":            []any{"127.0.0.1"},
 		"object_store_endpoints": []any{"127.0.0.1"},
 		"object_store_ports":     []any{float64(port)},
+		"tcp_rtt":                true,
 	})
 	directIO(t, path, 3, 3)
 	conn, err := net.Dial("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
@@ -125,7 +126,7 @@ func TestExpositionIsClean(t *testing.T) {
 	io.ReadFull(conn, make([]byte, 10))
 	conn.Close()
 	s := collect(t, c)
-	for _, family := range []string{"disk_write_latency_seconds_count", "object_store_connections_total", "nfs_tcp_retransmits_total", "ebpf_program_loaded"} {
+	for _, family := range []string{"disk_write_latency_seconds_count", "object_store_connections_total", "nfs_tcp_retransmits_total", "object_store_tcp_rtt_seconds_count", "ebpf_program_loaded"} {
 		if !strings.Contains(s.text, family) {
 			t.Fatalf("no %s in:\n%s", family, s.text)
 		}
