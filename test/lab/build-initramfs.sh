@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# test/lab/build-initramfs.sh WORK — the guest's root: static busybox, the
-# kernel modules the lab loads (with their modules.dep closure), the Debian
-# tools the checks compare against with the libraries ldd finds for them, and
-# test/lab/init. Output: WORK/initramfs.cpio (uncompressed: gunzip under TCG
-# costs more boot time than the larger read costs).
-# The project's packages are not in it: the guest installs them from the 9p
-# share (guest.sh), as a node installs them from a repository.
+# test/lab/build-initramfs.sh WORK PACKAGES — the guest's root: static
+# busybox, the kernel modules the lab loads (with their modules.dep closure),
+# the Debian tools the checks compare against with the libraries ldd finds
+# for them, test/lab/init, and every .deb of PACKAGES unpacked as dpkg -i
+# unpacks it (dpkg-deb -x; unpacking them in the guest took 30-60 s of TCG
+# time). The maintainer scripts' part, the plexporter user, is guest.sh's.
+# Output: WORK/initramfs.cpio (uncompressed: gunzip under TCG costs more
+# boot time than the larger read costs).
 set -euo pipefail
-WORK=$(cd "${1:?usage: build-initramfs.sh WORK}" && pwd)
+WORK=$(cd "${1:?usage: build-initramfs.sh WORK PACKAGES}" && pwd)
+PACKAGES=$(cd "${2:?usage: build-initramfs.sh WORK PACKAGES}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 KV=$(ls "$WORK/kern/lib/modules")
 R=$WORK/initramfs
@@ -101,6 +103,9 @@ EX
 printf '/usr/lib/x86_64-linux-gnu\n' >"$R/etc/ld.so.conf"
 ldconfig -r "$R"
 mkdir -p "$R/boot" && cp "$WORK/kern/boot/config-$KV" "$R/boot/"
+for deb in "$PACKAGES"/*.deb; do
+	dpkg-deb -x "$deb" "$R"
+done
 install -m 0755 "$HERE/init" "$R/init"
 (cd "$R" && find . | busybox cpio -o -H newc 2>/dev/null) >"$WORK/initramfs.cpio"
-echo "initramfs: $(du -sh "$R" | cut -f1), $(find "$R/usr/lib/modules" -name '*.ko*' | wc -l) modules"
+echo "initramfs: $(du -sh "$R" | cut -f1), $(find "$R/usr/lib/modules" -name '*.ko*' | wc -l) modules, $(ls "$PACKAGES"/*.deb | wc -l) packages"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test/lab/guest.sh — runs in the guest from the 9p share (/mnt/host, which
-# run.sh fills): install the project's packages, make the kernel objects the
+# run.sh fills): create the plexporter user, make the kernel objects the
 # plugins report on, start the installed host as its systemd unit would, run
 # guestcheck. Its TAP output (out/results.tap) is the lab's result; the rest
 # of out/ is for reading when a check fails.
@@ -11,10 +11,9 @@ step() { echo "LAB: $* uptime=$(cut -d' ' -f1 /proc/uptime)"; }
 fail() { echo "guest.sh: $*" >&2; exit 1; }
 
 step install
-# What dpkg -i would unpack, without dpkg: every package's data.tar.
-for deb in "$H"/packages/*.deb; do
-	dpkg-deb -x "$deb" / || fail "unpack $deb"
-done
+# build-initramfs.sh unpacked every package (dpkg-deb -x, what dpkg -i
+# unpacks); what the maintainer scripts would do is here.
+[ -x /usr/bin/plexporter ] || fail "no /usr/bin/plexporter: the packages were not unpacked into the initramfs"
 # The package's sysusers.d entry, as systemd-sysusers would apply it: a
 # system user and group of the same name, from the top of the system range
 # (there is no sysusers or adduser in busybox; the postinst runs one of them).
