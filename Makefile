@@ -126,7 +126,10 @@ cross:
 	GOOS=darwin GOARCH=arm64 $(GO) build ./sdk/... ./plugins/...
 
 unit:
-	$(GO) test -count=1 ./...
+	@# -timeout: the deploy package builds every release binary several
+	@# times (packages, image, the reproducibility check twice); on a 2-core
+	@# CI machine with every other package's tests beside it that passes 10m
+	$(GO) test -count=1 -timeout 30m ./...
 	@# the concurrent core again under the race detector (needs cgo)
 	CGO_ENABLED=1 $(GO) test -count=1 -race ./sdk/ ./sdk/fixture/ ./sdk/metricfilter/ ./internal/batch/ ./internal/merge/ ./host/internal/expose/ ./host/internal/scrape/ ./host/internal/supervise/
 	@# plexporter-so's in-process tests load real shared objects (dlopen needs cgo)
