@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"sync"
 	"time"
 
@@ -74,6 +77,9 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	// Allowlist pushdown: nobody wants the pod families, so the kubelet
 	// is never asked.
 	if sock := c.socket(); sock != "" && cfg.AnyEnabled(descDevicePod, descDeviceAllocatable) {
+		if _, err := os.Stat(underRoot(cfg.Paths.Rootfs, sock)); errors.Is(err, fs.ErrNotExist) {
+			cfg.Warn("pod_resources_socket: %s does not exist: no kubelet on this node yet, or it serves another path; device_pod_info appears once it does (set pod_resources_socket to \"\" on nodes without Kubernetes)", underRoot(cfg.Paths.Rootfs, sock))
+		}
 		p.pods = &podResources{socket: underRoot(cfg.Paths.Rootfs, sock), ttl: c.CacheTTL.Duration, timeout: c.CallTimeout.Duration, now: p.now}
 	}
 	p.jobMapping = ""

@@ -147,9 +147,9 @@ func TestHungKubelet(t *testing.T) {
 	}
 }
 
-// TestSocketAbsentOrRefused: a missing socket or one the plugin may not
-// connect to is a collect error naming the socket and why; the Slurm
-// series and the error counter are still written.
+// TestSocketAbsentOrRefused: a socket that refuses the connect is a
+// collect error naming the socket and why; the Slurm series and the error
+// counter are still written.
 func TestSocketAbsentOrRefused(t *testing.T) {
 	jobs := t.TempDir()
 	writeFile(t, filepath.Join(jobs, "mlx5_2"), "4242\n")
@@ -157,7 +157,6 @@ func TestSocketAbsentOrRefused(t *testing.T) {
 		name, why string
 		socket    func(t *testing.T) string
 	}{
-		{"absent", "no such file or directory", func(t *testing.T) string { return filepath.Join(t.TempDir(), "kubelet.sock") }},
 		{"not a socket", "connection refused", func(t *testing.T) string {
 			p := filepath.Join(t.TempDir(), "kubelet.sock")
 			writeFile(t, p, "")
@@ -238,6 +237,23 @@ func TestAllowlistPushdown(t *testing.T) {
 	if len(res.Errors) != 0 || k.lists.Load() != 0 {
 		t.Errorf("errors %v, %d Lists with the pod families disabled", res.Errors, k.lists.Load())
 	}
+}
+
+// TestSocketAbsent: no socket is no kubelet on this node (yet), as a
+// missing source is for the other plugins: a Configure warning, no pod
+// series, no error; the pods appear once the kubelet serves.
+func TestSocketAbsent(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "kubelet.sock")
+	c := sdktest.Client(t, newPlugin(), sdktest.Options{Sysfs: t.TempDir(), Rootfs: "/", Config: map[string]any{"pod_resources_socket": sock}})
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "pod_resources_socket: "+sock+" does not exist") {
+		t.Errorf("warnings %q, want one naming the missing socket", c.Warnings)
+	}
+	res := sdktest.Collect(t, c, 0)
+	if len(res.Errors) != 0 {
+		t.Errorf("errors %v for a socket that is not there", res.Errors)
+	}
+	sdktest.Contains(t, res.Text(t), `attribution_collection_errors_total{collector="pod_resources"} 0`)
+	sdktest.Lacks(t, res.Text(t), "device_pod_info")
 }
 
 func writeFile(t *testing.T, path, data string) {

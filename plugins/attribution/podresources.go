@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -96,6 +98,12 @@ func (p *podResources) refresh() *podSnapshot {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
 	s := &podSnapshot{}
+	// No socket is no kubelet on this node (yet): no pods and no error, as
+	// the other plugins treat a source that is not there; Configure has
+	// warned. A socket that exists and refuses is an error.
+	if _, err := os.Stat(p.socket); errors.Is(err, fs.ErrNotExist) {
+		return s
+	}
 	client, closeConn, err := p.dial(ctx)
 	if err != nil {
 		s.ListErr = err
