@@ -154,8 +154,14 @@ func (r *sysfsReader) device(ctx context.Context, name string) *deviceData {
 		return nil
 	}
 	h, err := r.held(name, st)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil // went away since the stat
+	}
+	if err != nil {
+		// Listed but not readable (a sandbox granting class/infiniband and
+		// not the devices/ tree it links to): a skipped device the operator
+		// must hear about, never one that silently is not there.
+		return &deviceData{name: name, errs: []error{err}}
 	}
 	d := &deviceData{name: name, pciAddr: h.PCIAddr, isVF: h.IsVF, pfDevice: h.PFDevice, ident: h.ident}
 	var buf sysfs.Buffer // one per device goroutine, reused for every listing and file
