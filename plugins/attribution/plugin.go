@@ -23,6 +23,7 @@ type plugin struct {
 	resolver   resolver
 	pods       *podResources // nil: Kubernetes attribution off
 	jobMapping string        // "" : Slurm job mapping off
+	sources    []string      // collectors of the configured sources, for attribution_collection_errors_total
 }
 
 // errorCounts holds attribution_collection_errors_total.
@@ -82,6 +83,15 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 		}
 		p.pods = &podResources{socket: underRoot(cfg.Paths.Rootfs, sock), ttl: c.CacheTTL.Duration, timeout: c.CallTimeout.Duration, now: p.now}
 	}
+	// The error counter's collectors follow the configured sources, not
+	// the allowlist, so that an allowlist of only the counter still gets it.
+	p.sources = nil
+	if c.socket() != "" {
+		p.sources = append(p.sources, collectorPodResources, collectorAllocatable)
+	}
+	if c.JobMappingDir != "" {
+		p.sources = append(p.sources, collectorJobMapping)
+	}
 	p.jobMapping = ""
 	if cfg.Enabled(descDeviceJob) {
 		p.jobMapping = underRoot(cfg.Paths.Rootfs, c.JobMappingDir)
@@ -93,13 +103,11 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 // failing costs only its own series.
 func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	p.mu.Lock()
-	res, pods, jobDir := p.resolver, p.pods, p.jobMapping
+	res, pods, jobDir, collectors := p.resolver, p.pods, p.jobMapping, p.sources
 	p.mu.Unlock()
 
-	var collectors []string
 	defer func() { p.writeErrors(w, collectors) }()
 	if pods != nil {
-		collectors = append(collectors, collectorPodResources, collectorAllocatable)
 		s, err := pods.snapshot(ctx)
 		if err != nil {
 			return err // the scrape's own deadline
@@ -107,7 +115,6 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		p.writePods(w, res, s)
 	}
 	if jobDir != "" {
-		collectors = append(collectors, collectorJobMapping)
 		jobs, errs := readJobMapping(jobDir)
 		for _, err := range errs {
 			p.fail(w, collectorJobMapping, err)
