@@ -147,6 +147,7 @@ func allChecks(ready time.Duration) []check {
 		{name: "ebpf/attach", run: checkEBPFAttach},
 		{name: "ebpf/disk-io", run: checkEBPFDisk},
 		{name: "ebpf/tcp-connections", run: checkEBPFConnections},
+		{name: "ebpf/nfs-latency", run: checkEBPFNFSLatency},
 		// Last: a dentry reclaim breaks procfs reads through Landlock rules
 		// for the rest of the run (README Findings 2), e.g. ebpf's NFS
 		// server detection at its next refresh.
