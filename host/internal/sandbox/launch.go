@@ -62,6 +62,12 @@ func apply(s *Spec) error {
 	rulesetFD := -1
 	var rulesetFlags uint32
 	if s.Landlock {
+		// Held before the ruleset is built, so that the rules name the
+		// inodes these descriptors keep (pin.go); never closed: the plugin
+		// inherits them.
+		if _, err := pinProcfs(manifestPaths(s)); err != nil {
+			return err
+		}
 		var err error
 		rulesetFD, rulesetFlags, err = landlockConfig.EnableLoggingForSubprocesses().NewRulesetFD(rules(s)...)
 		if err != nil {
@@ -198,11 +204,7 @@ func rules(s *Spec) []landlock.Rule {
 	var out []landlock.Rule
 	add := func(paths []string, file, dir func(...string) landlock.FSRule, ioctl bool) {
 		for _, p := range paths {
-			matches, _ := filepath.Glob(p)
-			if len(matches) == 0 {
-				matches = []string{p}
-			}
-			for _, m := range matches {
+			for _, m := range expand(p) {
 				r := file(m)
 				if fi, err := os.Stat(m); err == nil && fi.IsDir() {
 					r = dir(m)
@@ -224,6 +226,28 @@ func rules(s *Spec) []landlock.Rule {
 		add([]string{s.SocketDir}, landlock.RWFiles, landlock.RWDirs, false)
 	}
 	return append(out, netRules(s.Network)...)
+}
+
+// expand is a granted path as the ruleset names it: its glob's matches, or
+// the path itself if nothing matches (a missing path is ignored then).
+func expand(pattern string) []string {
+	if matches, _ := filepath.Glob(pattern); len(matches) > 0 {
+		return matches
+	}
+	return []string{pattern}
+}
+
+// manifestPaths are the manifest's path grants as the ruleset names them.
+// The implicit ones (binary, libraries, /dev/null, socket directory) are
+// never on procfs.
+func manifestPaths(s *Spec) []string {
+	var out []string
+	for _, list := range [][]string{s.ReadOnly, s.ReadWrite, s.Devices} {
+		for _, p := range list {
+			out = append(out, expand(p)...)
+		}
+	}
+	return out
 }
 
 // landlockConfig is what a sandboxed process's Landlock domain restricts:
