@@ -307,3 +307,39 @@ func TestPinProcfs(t *testing.T) {
 		t.Errorf("held %v, want %v (resolved through /proc/self, procfs only, once each)", held, want)
 	}
 }
+
+// TestPinProcfsOutOfDescriptors: a launch that cannot hold its grants says
+// which limit to raise rather than leaving the plugin to fail at the first
+// reclaim.
+func TestPinProcfsOutOfDescriptors(t *testing.T) {
+	var saved unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &saved); err != nil {
+		t.Fatal(err)
+	}
+	// No new descriptor at all, for the one call (nothing else in this
+	// test binary opens files meanwhile: no test here is parallel).
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: 0, Max: saved.Max}); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := pinProcfs([]string{"/proc/stat"})
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &saved); err != nil {
+		t.Fatal(err)
+	}
+	closeAll(fds)
+	if err == nil || !strings.Contains(err.Error(), "/proc/stat") || !strings.Contains(err.Error(), "limits.nofile") {
+		t.Fatalf("pinProcfs with RLIMIT_NOFILE exhausted: %v, want an error naming the path and limits.nofile", err)
+	}
+}
+
+// BenchmarkPinProcfs: what holding the guest plugin's five procfs grants
+// adds to a launch (docs/design.md, Sandbox).
+func BenchmarkPinProcfs(b *testing.B) {
+	paths := []string{"/proc/stat", "/proc/pressure", "/proc/meminfo", "/proc/diskstats", "/proc/self/mountinfo"}
+	for b.Loop() {
+		fds, err := pinProcfs(paths)
+		if err != nil {
+			b.Fatal(err)
+		}
+		closeAll(fds)
+	}
+}
