@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // Dir is a sysfs directory held open between collects, together with the
@@ -39,7 +40,35 @@ type Dir struct {
 	gen     uint64
 	entries map[string]*entry
 	names   []string // the last listing, in name order
+
+	// What RefreshIfChanged compares: the directory's stat before the last
+	// listing, and whether that stat could hide a change (below).
+	stamp  dirStamp
+	listed bool // stamp belongs to a listing that succeeded
+	racy   bool // the stamp's times were too recent to trust
+
+	listings uint64 // how many times the directory was listed (Listings)
 }
+
+// dirStamp is what a directory's stat says about its set of names: on a
+// disk or tmpfs filesystem, creating, removing or renaming an entry sets
+// the directory's mtime and ctime (and its size, and its link count for a
+// subdirectory); on sysfs (kernfs) only the link count follows the
+// subdirectories, and the names of a kernfs directory that are not
+// subdirectories are made and removed with the kobject that owns it (see
+// RefreshIfChanged).
+type dirStamp struct {
+	nlink, size  uint64
+	mtime, ctime int64 // ns since the epoch
+}
+
+// racyWindow is how recent a directory's mtime or ctime may be at a
+// listing and still be trusted: a filesystem stamps changes with a clock
+// that can be as coarse as a jiffy (and 2 s on FAT), so a change made in
+// the same tick as the listing, after it, would leave the stamp as it was.
+// A directory changed within the window is listed again on the next
+// refresh, as git re-checks a file whose mtime is as new as its index.
+var racyWindow = 2 * time.Second // a variable for the tests of the stamp itself
 
 // entry is one name of the last listing.
 type entry struct {
@@ -94,6 +123,10 @@ func (b *FDBudget) give() { b.used.Add(-1) }
 
 // Path is the path the directory was opened by.
 func (d *Dir) Path() string { return d.path }
+
+// Listings is how many times the directory has been listed since it was
+// opened: what RefreshIfChanged saves shows in it.
+func (d *Dir) Listings() uint64 { return d.listings }
 
 // Names is the last listing (Refresh) in name order; the slice is shared
 // and valid until the next Refresh.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,14 +45,52 @@ func (d *Dir) closeSelf() {
 
 func closeFD(fd int) { _ = unix.Close(fd) } // read-only: nothing to flush, nothing to report
 
+// RefreshIfChanged re-lists the directory (Refresh) only when its stat
+// says its names may have changed since the last listing: one fstat on the
+// held descriptor instead of a seek and two getdents, for a collector that
+// walks a few hundred directories whose names never change while their
+// device exists.
+//
+// It sees every change on a disk or tmpfs filesystem (dirStamp; a stamp
+// too recent to trust is not, racyWindow). On sysfs it sees subdirectories
+// come and go (the link count) but not other names: use it there only for
+// directories whose names live as long as a node the caller checks itself
+// on every collect — a device's attribute groups (ports/N/counters/,
+// hw_counters/, gid_attrs/ndevs/), which the kernel makes and removes with
+// the device, whose directory's inode the caller compares — and Refresh a
+// directory whose names come and go with the system's state, like
+// /sys/class/infiniband.
+func (d *Dir) RefreshIfChanged(buf *Buffer) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd, &st); err != nil {
+		d.listed = false
+		return &fs.PathError{Op: "stat", Path: d.path, Err: err}
+	}
+	stamp := dirStamp{nlink: uint64(st.Nlink), size: uint64(st.Size), mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	if d.listed && !d.racy && stamp == d.stamp {
+		return nil
+	}
+	// The stat comes before the listing: a change made while it runs makes
+	// the next stat differ, so it is listed again rather than missed.
+	now := time.Now().UnixNano()
+	if err := d.Refresh(buf); err != nil {
+		return err
+	}
+	d.stamp, d.listed = stamp, true
+	d.racy = now-stamp.mtime < int64(racyWindow) || now-stamp.ctime < int64(racyWindow)
+	return nil
+}
+
 // Refresh re-lists the directory (buf is scratch space for the listing)
 // and lets go of what names that are gone or replaced held. On an error the
 // previous listing stays.
 func (d *Dir) Refresh(buf *Buffer) error {
+	d.listed = false // RefreshIfChanged's stamp is of the listing before; set again by it
 	if _, err := unix.Seek(d.fd, 0, io.SeekStart); err != nil {
 		return &fs.PathError{Op: "readdir", Path: d.path, Err: err}
 	}
 	d.gen++
+	d.listings++
 	changed := false
 	for {
 		n, err := retryEINTR(func() (int, error) { return unix.Getdents(d.fd, buf[:]) })

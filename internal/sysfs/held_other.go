@@ -33,6 +33,10 @@ func (d *Dir) closeSelf() {}
 
 func closeFD(int) {}
 
+// RefreshIfChanged re-lists the directory: without a held descriptor
+// there is nothing cheaper to ask.
+func (d *Dir) RefreshIfChanged(buf *Buffer) error { return d.Refresh(buf) }
+
 // Refresh re-lists the directory.
 func (d *Dir) Refresh(*Buffer) error {
 	ents, err := os.ReadDir(d.path)
@@ -40,6 +44,7 @@ func (d *Dir) Refresh(*Buffer) error {
 		return err
 	}
 	d.gen++
+	d.listings++
 	changed := false
 	for _, e := range ents {
 		if d.see([]byte(e.Name()), 0, 0) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func refresh(t *testing.T, d *Dir, buf *Buffer) {
@@ -205,5 +206,113 @@ func BenchmarkDirReadCounter(b *testing.B) {
 		if _, err := d.ReadCounter("c", &buf); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// RefreshIfChanged lists a directory again exactly when its stat changed:
+// an unchanged directory costs no listing, and every change to its names
+// (a file added, removed or renamed over, a subdirectory added or removed)
+// is seen by the next call. racyWindow is 0 here, so only the stamp
+// decides (the tree was just made: every stamp would be racy otherwise).
+func TestRefreshIfChanged(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("without a held descriptor every refresh lists")
+	}
+	defer func(w time.Duration) { racyWindow = w }(racyWindow)
+	racyWindow = 0
+	root := t.TempDir()
+	write(t, root, "a", "1\n")
+	d, err := OpenDir(root, NewFDBudgetOf(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var buf Buffer
+	step := func(what string, wantListed bool, want ...string) {
+		t.Helper()
+		before := d.Listings()
+		if err := d.RefreshIfChanged(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if listed := d.Listings() != before; listed != wantListed {
+			t.Errorf("%s: listed %v, want %v", what, listed, wantListed)
+		}
+		if !slices.Equal(d.Names(), want) {
+			t.Errorf("%s: Names = %v, want %v", what, d.Names(), want)
+		}
+		// The next change gets a later timestamp even on a kernel without
+		// fine-grained timestamps on stat (before 6.13), whose clock ticks
+		// at HZ (100 at least).
+		time.Sleep(20 * time.Millisecond)
+	}
+	step("first", true, "a")
+	step("unchanged", false, "a")
+	write(t, root, "a", "2\n") // rewritten in place: the names are the same
+	step("a file rewritten", false, "a")
+	if v, err := d.ReadCounter("a", &buf); err != nil || v != 2 {
+		t.Errorf("rewritten a = %d, %v; want 2", v, err)
+	}
+	write(t, root, "b", "3\n")
+	step("a file added", true, "a", "b")
+	if err := os.Remove(filepath.Join(root, "a")); err != nil {
+		t.Fatal(err)
+	}
+	step("a file removed", true, "b")
+	tmp := write(t, t.TempDir(), "new", "4\n")
+	if err := os.Rename(tmp, filepath.Join(root, "b")); err != nil {
+		t.Fatal(err)
+	}
+	step("a file renamed over", true, "b")
+	if v, err := d.ReadCounter("b", &buf); err != nil || v != 4 {
+		t.Errorf("b after the rename = %d, %v; want the new file's 4", v, err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	step("a subdirectory added", true, "b", "sub")
+	if err := os.Remove(filepath.Join(root, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	step("a subdirectory removed", true, "b")
+	step("unchanged again", false, "b")
+}
+
+// A stamp made within racyWindow of a change is not trusted: a change in
+// the same timestamp tick would leave it as it was, so the next call lists
+// again; once the window has passed, it is trusted.
+func TestRefreshIfChangedRacyStamp(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("without a held descriptor every refresh lists")
+	}
+	defer func(w time.Duration) { racyWindow = w }(racyWindow)
+	racyWindow = time.Hour // every stamp of a tree made now is racy
+	root := t.TempDir()
+	write(t, root, "a", "1\n")
+	d, err := OpenDir(root, NewFDBudgetOf(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var buf Buffer
+	for i := range 3 {
+		if err := d.RefreshIfChanged(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if d.Listings() != uint64(i+1) {
+			t.Fatalf("call %d: %d listings; a racy stamp must be listed again every time", i+1, d.Listings())
+		}
+	}
+	racyWindow = 0
+	refreshIfChanged := func() {
+		t.Helper()
+		if err := d.RefreshIfChanged(&buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refreshIfChanged() // lists (the last stamp was racy) and trusts the new one
+	n := d.Listings()
+	refreshIfChanged()
+	if d.Listings() != n {
+		t.Errorf("a trusted, unchanged stamp was listed again")
 	}
 }

@@ -209,16 +209,25 @@ func (r *sysfsReader) held(name string, st os.FileInfo) (*heldDevice, error) {
 	return h, nil
 }
 
-// refreshedSub re-lists dir, then returns its subdirectory name, re-listed.
+// Every directory below a device's is re-listed only when its stat changed
+// (sysfs.Dir.RefreshIfChanged): the kernel makes a device's ports, counter
+// files and GID attributes with the device and removes them with it, and
+// a device removed and added again is another directory inode, which held
+// compares on every collect (a stat of the device directory) and answers
+// by reading everything afresh. The class directory, whose names do come
+// and go, is listed on every collect.
+
+// refreshedSub brings dir's listing up to date, then returns its
+// subdirectory name, up to date too.
 func refreshedSub(dir *sysfs.Dir, name string, buf *sysfs.Buffer) (*sysfs.Dir, error) {
-	if err := dir.Refresh(buf); err != nil {
+	if err := dir.RefreshIfChanged(buf); err != nil {
 		return nil, err
 	}
 	sub, err := dir.Sub(name)
 	if err != nil {
 		return nil, err
 	}
-	if err := sub.Refresh(buf); err != nil {
+	if err := sub.RefreshIfChanged(buf); err != nil {
 		return nil, err
 	}
 	return sub, nil
@@ -230,7 +239,7 @@ func (r *sysfsReader) port(d *deviceData, portsDir *sysfs.Dir, e sysfs.Entry, bu
 	p := portData{num: e.Num, hwNames: map[string]bool{}}
 	dir, err := portsDir.Sub(e.Name)
 	if err == nil {
-		err = dir.Refresh(buf)
+		err = dir.RefreshIfChanged(buf)
 	}
 	if err != nil {
 		d.errs = append(d.errs, err)
@@ -262,7 +271,7 @@ func (r *sysfsReader) port(d *deviceData, portsDir *sysfs.Dir, e sysfs.Entry, bu
 	return p
 }
 
-// heldNdevs is the port's gid_attrs/ndevs directory, re-listed.
+// heldNdevs is the port's gid_attrs/ndevs directory, up to date.
 func heldNdevs(port *sysfs.Dir, buf *sysfs.Buffer) (*sysfs.Dir, error) {
 	gid, err := port.Sub("gid_attrs")
 	if err != nil {
@@ -297,7 +306,7 @@ func (r *sysfsReader) readCounters(d *deviceData, p *portData, port *sysfs.Dir, 
 	hw := kind == countersHW
 	dir, err := port.Sub(sub)
 	if err == nil {
-		err = dir.Refresh(buf)
+		err = dir.RefreshIfChanged(buf)
 	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/plexporter/plexporter/internal/sysfs"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
@@ -277,5 +279,123 @@ func TestHeldFilesFollowTheTree(t *testing.T) {
 	devs, _ = r.devices(ctx)
 	if v, ok := counter(devs, "mlx5_1", "port_rcv_data"); !ok || v != 4242 {
 		t.Errorf("replaced device: port_rcv_data = %d, %v; want the new directory's 4242", v, ok)
+	}
+}
+
+// listings is how many directory listings the reader's held directories
+// have made so far (every directory below the held devices).
+func listings(r *sysfsReader) uint64 {
+	var walk func(d *sysfs.Dir) uint64
+	walk = func(d *sysfs.Dir) uint64 {
+		n := d.Listings()
+		for _, name := range d.Names() {
+			if sub, err := d.Sub(name); err == nil {
+				n += walk(sub)
+			}
+		}
+		return n
+	}
+	var n uint64
+	for _, h := range r.cache {
+		n += walk(h.dir)
+	}
+	return n
+}
+
+// Once the tree has settled, a collect lists no directory below the
+// devices again (one fstat each tells it nothing changed), and yet a
+// counter file added or removed, a port added or removed and a device
+// added or removed between two collects are each seen by the next one.
+func TestUnchangedDirectoriesAreNotListedAgain(t *testing.T) {
+	base := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
+	r := newSysfsReader(base, nil)
+	defer r.close()
+	ctx := context.Background()
+	collect := func() []deviceData {
+		t.Helper()
+		devs, err := r.devices(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return devs
+	}
+	// A directory changed within the last moments is listed again (its
+	// stamp could hide a change in the same timestamp tick): wait until
+	// the freshly unpacked tree is old enough for its stamps to be trusted.
+	settled := false
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		before := listings(r)
+		collect()
+		if listings(r) == before {
+			settled = true
+			break
+		}
+	}
+	if !settled {
+		t.Fatal("every collect still lists directories 10 s after the tree was made")
+	}
+	for range 3 {
+		before := listings(r)
+		collect()
+		if n := listings(r) - before; n != 0 {
+			t.Fatalf("an unchanged tree: %d directories listed again", n)
+		}
+	}
+
+	dev := func(devs []deviceData, name string) *deviceData {
+		for i := range devs {
+			if devs[i].name == name {
+				return &devs[i]
+			}
+		}
+		return nil
+	}
+	has := func(p portData, counter string) bool {
+		for _, c := range p.counters {
+			if c.name == counter {
+				return true
+			}
+		}
+		return false
+	}
+	ports := filepath.Join(base, "class", "infiniband", "mlx5_0", "ports")
+	writeFile(t, filepath.Join(ports, "1", "hw_counters", "late_counter"), "17\n")
+	if d := dev(collect(), "mlx5_0"); d == nil || !has(d.ports[0], "late_counter") {
+		t.Error("a counter file added between collects is not read")
+	}
+	if err := os.Remove(filepath.Join(ports, "1", "counters", "port_rcv_data")); err != nil {
+		t.Fatal(err)
+	}
+	if d := dev(collect(), "mlx5_0"); d == nil || has(d.ports[0], "port_rcv_data") {
+		t.Error("a counter file removed between collects is still exported")
+	}
+	if out, err := exec.Command("cp", "-a", filepath.Join(ports, "1"), filepath.Join(ports, "2")).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	if d := dev(collect(), "mlx5_0"); d == nil || len(d.ports) != 2 || d.ports[1].num != 2 || !has(d.ports[1], "late_counter") {
+		t.Error("a port added between collects is not read")
+	}
+	if err := os.RemoveAll(filepath.Join(ports, "2")); err != nil {
+		t.Fatal(err)
+	}
+	if d := dev(collect(), "mlx5_0"); d == nil || len(d.ports) != 1 {
+		t.Error("a port removed between collects is still read")
+	}
+	link := filepath.Join(base, "class", "infiniband", "mlx5_1")
+	target, err := os.Readlink(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if dev(collect(), "mlx5_1") != nil {
+		t.Error("a device removed between collects is still read")
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if d := dev(collect(), "mlx5_1"); d == nil || len(d.ports) == 0 {
+		t.Error("a device added between collects is not read")
 	}
 }
