@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -13,8 +14,28 @@ import (
 // Attach modes (the attach label of ebpf_program_loaded).
 const (
 	attachTPBTF      = "tp_btf"
+	attachRawTP      = "raw_tp"
 	attachTracepoint = "tracepoint"
+	attachFentry     = "fentry"
+	attachKprobe     = "kprobe"
 )
+
+// attachOrder is the order auto tries a group's modes in: the tracepoints
+// (stable kernel ABI; raw_tp, where a group has it, before the classic
+// ones: cheaper, and no tracefs privilege), then the functions behind
+// them, fentry/fexit before kprobes (cheaper, and typed by BTF). A group
+// tries the modes it has.
+var attachOrder = []string{attachTPBTF, attachRawTP, attachTracepoint, attachFentry, attachKprobe}
+
+// groupVariants are the program groups by name (the keys of group_attach,
+// the group label of the plugin's log lines) and the modes each has.
+var groupVariants = map[string]map[string]variant{
+	"disk":                     diskVariants,
+	"tcp_retransmits":          tcpVariants,
+	"object_store_connections": connVariants,
+	collectorRTT:               rttVariants,
+	collectorNFSLatency:        nfsVariants,
+}
 
 // config is the plugin's section of the host configuration
 // (plugins.ebpf.config); the json tags are its keys.
@@ -22,6 +43,10 @@ type config struct {
 	// Attach is auto (tp_btf, else classic tracepoints), tp_btf or
 	// tracepoint: the modes tried, in order, for every program.
 	Attach string `json:"attach"`
+	// GroupAttach overrides Attach for single groups: group name to auto
+	// or one of the modes the group has (fentry and kprobe only where a
+	// group has them).
+	GroupAttach map[string]string `json:"group_attach"`
 	// Disk and TCPRetransmits switch the two program groups on or off.
 	Disk                   *bool `json:"disk"`
 	TCPRetransmits         *bool `json:"tcp_retransmits"`
@@ -124,21 +149,46 @@ func (c *config) connEnabled() bool {
 
 func (c *config) nativeHistograms() bool { return c.NativeHistograms == nil || *c.NativeHistograms }
 
-// attachModes are the modes tried for every program, in order.
-func (c *config) attachModes() []string {
-	switch c.Attach {
-	case attachTPBTF:
-		return []string{attachTPBTF}
-	case attachTracepoint:
-		return []string{attachTracepoint}
+// attachVariants are the variants group tries, in order: the one its
+// group_attach or attach names, else every mode it has in attachOrder.
+func (c *config) attachVariants(group string) []variant {
+	variants := groupVariants[group]
+	mode := c.GroupAttach[group]
+	if mode == "" || mode == "auto" {
+		mode = c.Attach
 	}
-	return []string{attachTPBTF, attachTracepoint}
+	if v, ok := variants[mode]; ok {
+		return []variant{v}
+	}
+	var out []variant
+	for _, m := range attachOrder {
+		if v, ok := variants[m]; ok {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // validate checks the settings, naming the key of the first bad one.
 func (c *config) validate() error {
+	// attach applies to every group: only the modes every group has.
 	if !slices.Contains([]string{"auto", attachTPBTF, attachTracepoint}, c.Attach) {
-		return fmt.Errorf("attach: %q is not one of auto, tp_btf, tracepoint", c.Attach)
+		return fmt.Errorf("attach: %q is not one of auto, tp_btf, tracepoint (fentry and kprobe are per group: group_attach)", c.Attach)
+	}
+	for group, mode := range c.GroupAttach {
+		variants, ok := groupVariants[group]
+		if !ok {
+			return fmt.Errorf("group_attach: %q is not a program group (%s)", group, strings.Join(slices.Sorted(maps.Keys(groupVariants)), ", "))
+		}
+		modes := []string{"auto"}
+		for _, m := range attachOrder {
+			if _, ok := variants[m]; ok {
+				modes = append(modes, m)
+			}
+		}
+		if !slices.Contains(modes, mode) {
+			return fmt.Errorf("group_attach.%s: %q is not one of %s", group, mode, strings.Join(modes, ", "))
+		}
 	}
 	c.bounds = defaultBounds()
 	if c.DiskLatencyBuckets != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"net/netip"
 	"slices"
@@ -14,6 +16,10 @@ import (
 func TestConfigRefusals(t *testing.T) {
 	sdktest.Refuses(t, newPlugin, sdk.Paths{}, []sdktest.Refusal{
 		{Raw: map[string]any{"attach": "kprobe"}, Key: "attach", Detail: "not one of"},
+		{Raw: map[string]any{"group_attach": map[string]any{"nfs": "tp_btf"}}, Key: "group_attach", Detail: "not a program group"},
+		{Raw: map[string]any{"group_attach": map[string]any{"disk": "kprobe"}}, Key: "group_attach.disk", Detail: "not one of auto, tp_btf, tracepoint"},
+		{Raw: map[string]any{"group_attach": map[string]any{"object_store_connections": "raw_tp"}}, Key: "group_attach.object_store_connections", Detail: "not one of auto, tp_btf, tracepoint, fentry, kprobe"},
+		{Raw: map[string]any{"group_attach": map[string]any{"nfs_latency": "Kprobe"}}, Key: "group_attach.nfs_latency", Detail: "not one of auto, tp_btf, raw_tp, tracepoint"},
 		{Raw: map[string]any{"disk_latency_buckets": []any{0.001, 0.001}}, Key: "disk_latency_buckets[1]", Detail: "strictly increasing"},
 		{Raw: map[string]any{"disk_latency_buckets": []any{0.01, 0.001}}, Key: "disk_latency_buckets[1]", Detail: "not above the previous bound"},
 		{Raw: map[string]any{"disk_latency_buckets": []any{0.0, 0.001}}, Key: "disk_latency_buckets[0]", Detail: "not positive"},
@@ -136,5 +142,110 @@ func TestNFSServersFromMountsFixture(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].String() != "10.20.0.5" || got[1].String() != "10.20.0.7" {
 		t.Errorf("servers %v, want 10.20.0.5 and 10.20.0.7", got)
+	}
+}
+
+// TestAttachOrder: auto tries every mode a group has in the order
+// (tracepoints, then fentry, then kprobes); attach and group_attach narrow
+// it to one mode, group_attach winning for its group.
+func TestAttachOrder(t *testing.T) {
+	modes := func(vs []variant) []string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.attach)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		attach string
+		groups map[string]string
+		group  string
+		want   []string
+	}{
+		{"auto", nil, "object_store_connections", []string{attachTPBTF, attachTracepoint, attachFentry, attachKprobe}},
+		{"auto", nil, "disk", []string{attachTPBTF, attachTracepoint}},
+		{"auto", nil, collectorNFSLatency, []string{attachTPBTF, attachRawTP, attachTracepoint}},
+		{"tracepoint", nil, "object_store_connections", []string{attachTracepoint}},
+		{"tracepoint", map[string]string{"object_store_connections": "kprobe"}, "object_store_connections", []string{attachKprobe}},
+		{"tracepoint", map[string]string{"object_store_connections": "kprobe"}, "disk", []string{attachTracepoint}},
+		{"tp_btf", map[string]string{"object_store_connections": "auto"}, "object_store_connections", []string{attachTPBTF}},
+		{"auto", map[string]string{collectorNFSLatency: "raw_tp"}, collectorNFSLatency, []string{attachRawTP}},
+	} {
+		c := defaultConfig()
+		c.Attach, c.GroupAttach = tc.attach, tc.groups
+		if err := c.validate(); err != nil {
+			t.Fatal(err)
+		}
+		if got := modes(c.attachVariants(tc.group)); !slices.Equal(got, tc.want) {
+			t.Errorf("attach %s, group_attach %v: %s tries %v, want %v", tc.attach, tc.groups, tc.group, got, tc.want)
+		}
+	}
+}
+
+// TestFallbackOrder injects load failures: each failed mode is a log line
+// naming it and its error, the next is tried, the first that loads runs
+// and none after it is tried; every mode's programs have a state, 1 only
+// for the running one's (a kprobe and its kretprobe are one program).
+func TestFallbackOrder(t *testing.T) {
+	c := defaultConfig()
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	variants := c.attachVariants("object_store_connections")
+	for _, tc := range []struct {
+		fail    []string // modes whose load fails
+		running string   // "" when none runs
+	}{
+		{nil, attachTPBTF},
+		{[]string{attachTPBTF, attachTracepoint}, attachFentry},
+		{[]string{attachTPBTF, attachTracepoint, attachFentry}, attachKprobe},
+		{[]string{attachTPBTF, attachTracepoint, attachFentry, attachKprobe}, ""},
+	} {
+		var tried, logged []string
+		load := func(v variant) (*probe, error) {
+			tried = append(tried, v.attach)
+			if slices.Contains(tc.fail, v.attach) {
+				return nil, errors.New("injected " + v.attach + " failure")
+			}
+			return &probe{attach: v.attach}, nil
+		}
+		logf := func(msg string, args ...any) { logged = append(logged, fmt.Sprint(append([]any{msg}, args...)...)) }
+		p, states, err := tryVariants("object_store_connections", variants, load, logf)
+		wantTried := append(slices.Clone(tc.fail), tc.running)
+		if tc.running == "" {
+			wantTried = tc.fail
+		}
+		if !slices.Equal(tried, wantTried) {
+			t.Errorf("failing %v: tried %v, want %v", tc.fail, tried, wantTried)
+		}
+		if len(logged) != len(wantTried) {
+			t.Errorf("failing %v: %d log lines, want %d: %q", tc.fail, len(logged), len(wantTried), logged)
+		}
+		for i, mode := range tc.fail {
+			if i < len(logged) && (!strings.Contains(logged[i], "not running in this mode") || !strings.Contains(logged[i], "injected "+mode+" failure")) {
+				t.Errorf("log line %q: want the %s failure and its error", logged[i], mode)
+			}
+		}
+		if tc.running == "" {
+			if p != nil || err == nil {
+				t.Errorf("failing every mode: probe %v, error %v; want none and an error", p, err)
+			} else {
+				for _, mode := range tc.fail {
+					if !strings.Contains(err.Error(), mode+": injected") {
+						t.Errorf("error %q does not say why %s failed", err, mode)
+					}
+				}
+			}
+		} else if p == nil || p.attach != tc.running || err != nil {
+			t.Errorf("failing %v: probe %v, error %v; want %s running", tc.fail, p, err, tc.running)
+		}
+		if len(states) != 12 { // 3 programs in each of 4 modes
+			t.Errorf("failing %v: %d states, want 12: %+v", tc.fail, len(states), states)
+		}
+		for _, s := range states {
+			if s.loaded != (s.attach == tc.running) {
+				t.Errorf("failing %v: state %+v", tc.fail, s)
+			}
+		}
 	}
 }

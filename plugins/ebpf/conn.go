@@ -8,9 +8,24 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// The object-store connection programs' variants: all three load in one
-// mode or the group does not run.
+// The object-store connection programs' variants: all of a variant's
+// programs load in one mode or the group does not run. tp_btf and
+// tracepoint need the sock_send_length/sock_recv_length events (Linux
+// 6.3+); fentry and kprobe hook the functions behind the events instead
+// (tcp_set_state, tcp_sendmsg, tcp_cleanup_rbuf), for the kernels before
+// that (conn.bpf.c). Their program label is the kernel function.
 var connVariants = map[string]variant{
+	attachFentry: {attach: attachFentry, hooks: []hook{
+		{program: "fentry_tcp_set_state", event: "tcp_set_state"},
+		{program: "fexit_tcp_sendmsg", event: "tcp_sendmsg", ret: true},
+		{program: "fentry_tcp_cleanup_rbuf", event: "tcp_cleanup_rbuf"},
+	}},
+	attachKprobe: {attach: attachKprobe, hooks: []hook{
+		{program: "kprobe_tcp_set_state", event: "tcp_set_state"},
+		{program: "kprobe_tcp_sendmsg", event: "tcp_sendmsg"},
+		{program: "kretprobe_tcp_sendmsg", event: "tcp_sendmsg", ret: true},
+		{program: "kprobe_tcp_cleanup_rbuf", event: "tcp_cleanup_rbuf"},
+	}},
 	attachTPBTF: {attach: attachTPBTF, hooks: []hook{
 		{program: "tpbtf_inet_sock_set_state", event: "inet_sock_set_state", group: "sock"},
 		{program: "tpbtf_sock_send_length", event: "sock_send_length", group: "sock"},

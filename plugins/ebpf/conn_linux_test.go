@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,7 +44,7 @@ func testConnections(t *testing.T, attach string) {
 	const clients, reqSize, respSize = 7, 3000, 50000
 	port := echoServer(t, reqSize, respSize)
 	_, c := start(t, map[string]any{
-		"attach":                 attach,
+		"group_attach":           map[string]any{"object_store_connections": attach},
 		"disk":                   false,
 		"tcp_retransmits":        false,
 		"nfs_servers":            []any{"192.0.2.1"},
@@ -50,10 +52,8 @@ func testConnections(t *testing.T, attach string) {
 		"object_store_ports":     []any{float64(port)},
 	})
 	before := collect(t, c)
-	for _, ev := range []string{"inet_sock_set_state", "sock_send_length", "sock_recv_length"} {
-		if got := before.get(t, `ebpf_program_loaded{attach="`+attach+`",program="`+ev+`"}`); got != 1 {
-			t.Fatalf("%s not running as %s:\n%s", ev, attach, before.errorText())
-		}
+	if !connModeRuns(t, before, attach) {
+		return
 	}
 	ep := `{endpoint="127.0.0.1"}`
 	if before.get(t, "object_store_connections_total"+ep) != 0 {
@@ -98,6 +98,94 @@ func testConnections(t *testing.T, attach string) {
 }
 
 func TestConnectionsTPBTF(t *testing.T) { testConnections(t, attachTPBTF) }
+
+// TestConnectionsFentry and TestConnectionsKprobe: the modes for kernels
+// before 6.3 count exactly what the tracepoint modes count where the
+// kernel lets them run, and where it does not (this development machine:
+// fentry EPERM at load, neither the kprobe PMU nor kprobe_events) fail
+// cleanly: every program of the mode 0, one collection error naming the
+// group and the mode's reason, and the plugin serves.
+func TestConnectionsFentry(t *testing.T) { testConnections(t, attachFentry) }
+func TestConnectionsKprobe(t *testing.T) { testConnections(t, attachKprobe) }
+
+// connModeRuns reports whether the connection group runs as attach in s;
+// when it does not, it checks that it failed cleanly (the modes that may
+// be missing from a kernel: fentry and kprobe) and skips.
+func connModeRuns(t *testing.T, s scrape, attach string) bool {
+	t.Helper()
+	programs := connVariants[attach].programs()
+	running := 0
+	for _, ev := range programs {
+		running += int(s.get(t, `ebpf_program_loaded{attach="`+attach+`",program="`+ev+`"}`))
+	}
+	if running == len(programs) {
+		return true
+	}
+	if running != 0 {
+		t.Fatalf("%d of %d programs run as %s: a variant loads whole or not at all", running, len(programs), attach)
+	}
+	if attach == attachTPBTF || attach == attachTracepoint {
+		t.Fatalf("connection programs not running as %s:\n%s", attach, s.errorText())
+	}
+	if len(s.errors) != 1 || s.errors[0].GetCollector() != collectorConnections || !strings.Contains(s.errors[0].GetMessage(), attach+": ") {
+		t.Fatalf("the failed %s mode should be one %s error naming it, got:\n%s", attach, collectorConnections, s.errorText())
+	}
+	if got := s.get(t, "ebpf_collection_errors_total{collector=\""+collectorConnections+"\"}"); got != 1 {
+		t.Errorf("ebpf_collection_errors_total{collector=%q} = %v, want 1", collectorConnections, got)
+	}
+	t.Logf("this kernel cannot run the %s mode; it failed cleanly: %s", attach, s.errors[0].GetMessage())
+	return false
+}
+
+// TestFunctionModesFallBack: the fentry and kprobe variants tried first
+// (as auto tries them after the tracepoints on a kernel before 6.3) each
+// either run or fail with a log line naming the mode and why, and the
+// next one is tried; tp_btf, last here, runs on this machine when neither
+// does.
+func TestFunctionModesFallBack(t *testing.T) {
+	requireRoot(t)
+	spec, err := connSpec(defaultConnBounds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	logf := func(msg string, args ...any) {
+		logged = append(logged, fmt.Sprint(append([]any{msg}, args...)...))
+		t.Log(append([]any{msg}, args...)...)
+	}
+	order := []variant{connVariants[attachFentry], connVariants[attachKprobe], connVariants[attachTPBTF]}
+	p, states, err := loadGroup("object_store_connections", spec, order, "/sys/kernel/tracing", nil, logf)
+	if err != nil {
+		t.Fatalf("no mode ran: %v", err)
+	}
+	defer p.Close()
+	failed := slices.IndexFunc(order, func(v variant) bool { return v.attach == p.attach })
+	if len(logged) != failed+1 {
+		t.Fatalf("%d log lines for %d failed modes and the one running (%s): %q", len(logged), failed, p.attach, logged)
+	}
+	for i, v := range order[:failed] {
+		if !strings.Contains(logged[i], "not running in this mode") || !strings.Contains(logged[i], v.attach) || !strings.Contains(logged[i], "error") {
+			t.Errorf("log line %d %q: want the %s mode's failure and its error", i, logged[i], v.attach)
+		}
+	}
+	if !strings.Contains(logged[failed], "ebpf programs running") {
+		t.Errorf("last log line %q, want the running mode", logged[failed])
+	}
+	// One state per program and mode: 1 for the running mode's only.
+	want := 0
+	for _, v := range order {
+		want += len(v.programs())
+	}
+	if len(states) != want {
+		t.Errorf("%d states, want %d (every program of every mode): %+v", len(states), want, states)
+	}
+	for _, s := range states {
+		if s.loaded != (s.attach == p.attach) {
+			t.Errorf("state %+v with %s running", s, p.attach)
+		}
+	}
+	t.Logf("running as %s after %d failed modes", p.attach, failed)
+}
 
 func TestConnectionsTracepoint(t *testing.T) {
 	requireRoot(t)

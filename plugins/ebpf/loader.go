@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -15,6 +16,9 @@ type hook struct {
 	program string // the function name in the object
 	event   string // the tracepoint, also the program label of ebpf_program_loaded
 	group   string // the classic tracepoint's group (block, tcp)
+	// ret: the program runs at the function's return (fexit, kretprobe);
+	// event is then the function, the program label of its entry's hook.
+	ret bool
 }
 
 // A variant is one way to run a group of programs: all of its hooks load
@@ -22,14 +26,20 @@ type hook struct {
 // because a completion can only be matched to an issue recorded in the same
 // mode (request address vs. device+sector).
 type variant struct {
-	attach string // attachTPBTF or attachTracepoint
+	attach string // attachTPBTF, attachTracepoint, attachFentry or attachKprobe
 	hooks  []hook
 }
 
-// probeSpec is a program group's object and its variants by attach mode.
-type probeSpec struct {
-	spec     *ebpf.CollectionSpec
-	variants map[string]variant
+// programs are the variant's kernel events or functions, each once (a
+// kprobe and its kretprobe are one program of ebpf_program_loaded).
+func (v variant) programs() []string {
+	var out []string
+	for _, h := range v.hooks {
+		if !slices.Contains(out, h.event) {
+			out = append(out, h.event)
+		}
+	}
+	return out
 }
 
 // A probe is a loaded and attached variant: its collection (programs and
@@ -57,7 +67,7 @@ type programState struct {
 
 // loadVariant loads v's programs out of spec, with only the maps they use,
 // and attaches them. Either every hook runs or nothing is left loaded.
-func loadVariant(spec *ebpf.CollectionSpec, v variant, tracefs string) (*probe, error) {
+func loadVariant(spec *ebpf.CollectionSpec, v variant, tracefs string, opts *ebpf.CollectionOptions) (*probe, error) {
 	trimmed := spec.Copy()
 	trimmed.Programs = map[string]*ebpf.ProgramSpec{}
 	used := map[string]bool{}
@@ -80,7 +90,10 @@ func loadVariant(spec *ebpf.CollectionSpec, v variant, tracefs string) (*probe, 
 			delete(trimmed.Maps, name)
 		}
 	}
-	coll, err := ebpf.NewCollection(trimmed)
+	if opts == nil {
+		opts = &ebpf.CollectionOptions{}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(trimmed, *opts)
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", describeLoadError(err))
 	}
@@ -102,6 +115,21 @@ func attach(mode string, h hook, prog *ebpf.Program, tracefs string) (io.Closer,
 		return link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
 	case attachTracepoint:
 		return attachTracepointAt(tracefs, h.group, h.event, prog)
+	case attachRawTP:
+		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: h.event, Program: prog})
+	case attachFentry:
+		at := ebpf.AttachTraceFEntry
+		if h.ret {
+			at = ebpf.AttachTraceFExit
+		}
+		return link.AttachTracing(link.TracingOptions{Program: prog, AttachType: at})
+	case attachKprobe:
+		// The perf kprobe PMU when the kernel has it, else tracefs's
+		// kprobe_events (cilium/ebpf tries both).
+		if h.ret {
+			return link.Kretprobe(h.event, prog, nil)
+		}
+		return link.Kprobe(h.event, prog, nil)
 	}
 	return nil, fmt.Errorf("unknown attach mode %q", mode)
 }
@@ -128,7 +156,13 @@ func tail(lines []string, n int) []string {
 // hook in every variant for ebpf_program_loaded, and, when none ran, an
 // error saying why each variant failed. logf receives one line per variant
 // tried.
-func loadGroup(group string, spec *ebpf.CollectionSpec, variants []variant, tracefs string, logf func(msg string, args ...any)) (*probe, []programState, error) {
+func loadGroup(group string, spec *ebpf.CollectionSpec, variants []variant, tracefs string, opts *ebpf.CollectionOptions, logf func(msg string, args ...any)) (*probe, []programState, error) {
+	return tryVariants(group, variants, func(v variant) (*probe, error) { return loadVariant(spec, v, tracefs, opts) }, logf)
+}
+
+// tryVariants is loadGroup's order and bookkeeping, with load doing the
+// loading (a test's failures injected there).
+func tryVariants(group string, variants []variant, load func(variant) (*probe, error), logf func(msg string, args ...any)) (*probe, []programState, error) {
 	var (
 		running *probe
 		states  []programState
@@ -136,21 +170,21 @@ func loadGroup(group string, spec *ebpf.CollectionSpec, variants []variant, trac
 	)
 	for _, v := range variants {
 		if running == nil {
-			p, err := loadVariant(spec, v, tracefs)
+			p, err := load(v)
 			if err != nil {
 				logf("ebpf programs not running in this mode", "group", group, "attach", v.attach, "programs", events(v), "error", err.Error())
 				errs = append(errs, fmt.Sprintf("%s: %v", v.attach, err))
 			} else {
 				logf("ebpf programs running", "group", group, "attach", v.attach, "programs", events(v))
 				running = p
-				for _, h := range v.hooks {
-					states = append(states, programState{event: h.event, attach: v.attach, loaded: true})
+				for _, e := range v.programs() {
+					states = append(states, programState{event: e, attach: v.attach, loaded: true})
 				}
 				continue
 			}
 		}
-		for _, h := range v.hooks {
-			states = append(states, programState{event: h.event, attach: v.attach})
+		for _, e := range v.programs() {
+			states = append(states, programState{event: e, attach: v.attach})
 		}
 	}
 	if running == nil {
@@ -159,10 +193,4 @@ func loadGroup(group string, spec *ebpf.CollectionSpec, variants []variant, trac
 	return running, states, nil
 }
 
-func events(v variant) string {
-	var out []string
-	for _, h := range v.hooks {
-		out = append(out, h.event)
-	}
-	return strings.Join(out, ",")
-}
+func events(v variant) string { return strings.Join(v.programs(), ",") }

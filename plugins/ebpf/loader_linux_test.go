@@ -36,7 +36,7 @@ func TestVerifierRejection(t *testing.T) {
 		{attach: attachTPBTF, hooks: []hook{{program: "bad", event: "block_rq_issue", group: "block"}}},
 		{attach: attachTracepoint, hooks: []hook{{program: "good", event: "block_rq_issue", group: "block"}}},
 	}
-	p, states, err := loadGroup("test", spec, variants, "/sys/kernel/tracing", logf)
+	p, states, err := loadGroup("test", spec, variants, "/sys/kernel/tracing", nil, logf)
 	if err != nil {
 		t.Fatalf("the fallback should run: %v", err)
 	}
@@ -52,7 +52,7 @@ func TestVerifierRejection(t *testing.T) {
 	}
 
 	// Without a fallback, the group's error carries the verifier's reason.
-	_, _, err = loadGroup("test", spec, variants[:1], "/sys/kernel/tracing", func(string, ...any) {})
+	_, _, err = loadGroup("test", spec, variants[:1], "/sys/kernel/tracing", nil, func(string, ...any) {})
 	if err == nil || !strings.Contains(err.Error(), "R0") {
 		t.Errorf("error %v, want the verifier's reason", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 )
 
 // The NFS latency programs' variants (nfs.bpf.c). Both run on
@@ -18,9 +19,24 @@ var nfsVariants = map[string]variant{
 	attachTPBTF: {attach: attachTPBTF, hooks: []hook{
 		{program: "tpbtf_rpc_stats_latency", event: "rpc_stats_latency", group: "sunrpc"},
 	}},
+	attachRawTP: {attach: attachRawTP, hooks: []hook{
+		{program: "raw_rpc_stats_latency", event: "rpc_stats_latency"},
+	}},
 	attachTracepoint: {attach: attachTracepoint, hooks: []hook{
 		{program: "tp_rpc_stats_latency", event: "rpc_stats_latency", group: "sunrpc"},
 	}},
+}
+
+// sunrpcTypes are the sunrpc module's types for the programs' CO-RE
+// relocations (cilium/ebpf relocates against vmlinux only unless told),
+// read from /sys/kernel/btf/sunrpc; none when sunrpc is built in (its
+// types are vmlinux's) or not loaded.
+func sunrpcTypes() *ebpf.CollectionOptions {
+	spec, err := btf.LoadKernelModuleSpec("sunrpc")
+	if err != nil {
+		return nil
+	}
+	return &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{ExtraRelocationTargets: []*btf.Spec{spec}}}
 }
 
 // Index of nfs_counters (enum nfs_counter).

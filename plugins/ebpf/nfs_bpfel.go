@@ -35,6 +35,7 @@ type nfsNfsStats struct {
 const (
 	nfsMapNfsCounters           = "nfs_counters"
 	nfsMapNfsStats              = "nfs_stats"
+	nfsProgRawRpcStatsLatency   = "raw_rpc_stats_latency"
 	nfsProgTpRpcStatsLatency    = "tp_rpc_stats_latency"
 	nfsProgTpbtfRpcStatsLatency = "tpbtf_rpc_stats_latency"
 	nfsVarBoundsNs              = "bounds_ns"
@@ -83,6 +84,7 @@ type nfsSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type nfsProgramSpecs struct {
+	RawRpcStatsLatency   *ebpf.ProgramSpec `ebpf:"raw_rpc_stats_latency"`
 	TpRpcStatsLatency    *ebpf.ProgramSpec `ebpf:"tp_rpc_stats_latency"`
 	TpbtfRpcStatsLatency *ebpf.ProgramSpec `ebpf:"tpbtf_rpc_stats_latency"`
 }
@@ -146,12 +148,14 @@ type nfsVariables struct {
 //
 // It can be passed to loadNfsObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nfsPrograms struct {
+	RawRpcStatsLatency   *ebpf.Program `ebpf:"raw_rpc_stats_latency"`
 	TpRpcStatsLatency    *ebpf.Program `ebpf:"tp_rpc_stats_latency"`
 	TpbtfRpcStatsLatency *ebpf.Program `ebpf:"tpbtf_rpc_stats_latency"`
 }
 
 func (p *nfsPrograms) Close() error {
 	return _NfsClose(
+		p.RawRpcStatsLatency,
 		p.TpRpcStatsLatency,
 		p.TpbtfRpcStatsLatency,
 	)

@@ -93,11 +93,7 @@ func (p *plugin) refreshNFSLatency() {
 		p.failLater(collectorNFSLatency, fmt.Errorf("nfs_latency programs: %w", err))
 		return
 	}
-	var variants []variant
-	for _, mode := range p.cfg.attachModes() {
-		variants = append(variants, nfsVariants[mode])
-	}
-	running, states, err := loadGroup(collectorNFSLatency, spec, variants, p.tracefs, p.logf)
+	running, states, err := loadGroup(collectorNFSLatency, spec, p.cfg.attachVariants(collectorNFSLatency), p.tracefs, sunrpcTypes(), p.logf)
 	p.nfs.states = states
 	if err != nil {
 		p.failLater(collectorNFSLatency, fmt.Errorf("%w (the kernel's NFS client, sunrpc, must be loaded: it is once an NFS file system is mounted)", err))
@@ -146,7 +142,7 @@ func (p *plugin) writeNFS(w *sdk.Writer) error {
 		labels := []string{s.protocol, s.operation, s.volumeID, s.server}
 		writeLatency(w, p.cfg.nativeHistograms(), descNFSOpLatency, bounds, cumulative, count, float64(t[ncLatencyNs])/1e9, labels...)
 		w.Counter(descNFSOpRequests, float64(t[ncRequests]), labels...)
-		if p.nfs.probe.attach == attachTPBTF {
+		if p.nfs.probe.attach != attachTracepoint {
 			w.Counter(descNFSOpRetransmits, float64(t[ncRetransmits]), labels...)
 		}
 	}

@@ -82,9 +82,9 @@ func loadForBench(b *testing.B, attach string) *plugin {
 		b.Fatal(err)
 	}
 	p.cfg, p.tracefs = c, "/sys/kernel/tracing"
-	p.disk = p.loadGroup("disk", collectorDisk, func() (*probeSpec, error) {
+	p.disk = p.loadGroup("disk", collectorDisk, func() (*ebpf.CollectionSpec, error) {
 		s, err := diskSpec(c.bounds)
-		return &probeSpec{s, diskVariants}, err
+		return s, err
 	})
 	if p.disk == nil {
 		b.Fatalf("disk programs not running as %s: %v", attach, p.pending)
@@ -130,9 +130,9 @@ func BenchmarkSockProgramCost(b *testing.B) {
 				b.Fatal(err)
 			}
 			p.cfg, p.tracefs, p.watch = c, "/sys/kernel/tracing", newWatchState()
-			p.conn = p.loadGroup("object_store_connections", collectorConnections, func() (*probeSpec, error) {
+			p.conn = p.loadGroup("object_store_connections", collectorConnections, func() (*ebpf.CollectionSpec, error) {
 				s, err := connSpec(c.connBounds)
-				return &probeSpec{s, connVariants}, err
+				return s, err
 			})
 			if p.conn == nil {
 				b.Fatalf("connection programs not running as %s: %v", attach, p.pending)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/plexporter/plexporter/sdk"
@@ -60,7 +61,7 @@ func (p *plugin) Info() sdk.Info {
 		Metrics: catalogue,
 		Sandbox: sdk.SandboxHints{
 			Capabilities:  []string{"CAP_BPF", "CAP_PERFMON"},
-			ReadOnlyPaths: []string{"/sys/kernel/btf", "/sys/devices/system/cpu/possible", "/proc/self/mountinfo", "/sys/dev/block", "/proc/self/mounts"},
+			ReadOnlyPaths: []string{"/sys/kernel/btf", "/sys/devices/system/cpu/possible", "/proc/self/mountinfo", "/sys/bus/event_source/devices", "/sys/dev/block", "/proc/self/mounts"},
 		},
 	}
 }
@@ -101,29 +102,29 @@ func (p *plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 		p.logf("cannot lift RLIMIT_MEMLOCK; on kernels before 5.11 the programs may not load", "error", err.Error())
 	}
 	if c.diskEnabled() {
-		p.disk = p.loadGroup("disk", collectorDisk, func() (*probeSpec, error) {
+		p.disk = p.loadGroup("disk", collectorDisk, func() (*ebpf.CollectionSpec, error) {
 			s, err := diskSpec(c.bounds)
-			return &probeSpec{s, diskVariants}, err
+			return s, err
 		})
 	}
 	if c.tcpEnabled() {
-		p.tcp = p.loadGroup("tcp_retransmits", collectorTCP, func() (*probeSpec, error) {
+		p.tcp = p.loadGroup("tcp_retransmits", collectorTCP, func() (*ebpf.CollectionSpec, error) {
 			s, err := tcpSpec(c.MaxDestinations)
-			return &probeSpec{s, tcpVariants}, err
+			return s, err
 		})
 	}
 	if !c.connEnabled() {
 		p.logf("ebpf programs not loaded", "group", "object_store_connections", "reason", "no object_store_endpoints to watch (object_store_connections: true loads them anyway)")
 	} else {
-		p.conn = p.loadGroup("object_store_connections", collectorConnections, func() (*probeSpec, error) {
+		p.conn = p.loadGroup("object_store_connections", collectorConnections, func() (*ebpf.CollectionSpec, error) {
 			s, err := connSpec(c.connBounds)
-			return &probeSpec{s, connVariants}, err
+			return s, err
 		})
 	}
 	if c.rttEnabled() {
-		p.rtt = p.loadGroup(collectorRTT, collectorRTT, func() (*probeSpec, error) {
+		p.rtt = p.loadGroup(collectorRTT, collectorRTT, func() (*ebpf.CollectionSpec, error) {
 			s, err := rttSpec(c.rttBounds, c.MaxDestinations)
-			return &probeSpec{s, rttVariants}, err
+			return s, err
 		})
 	}
 	if p.tcp != nil || p.conn != nil || p.rtt != nil || c.nfsLatencyMode() != nfsLatencyOff {
@@ -136,17 +137,13 @@ func (p *plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 
 // loadGroup loads one group of programs in the configured attach modes and
 // records its states; a group that does not run is a pending error.
-func (p *plugin) loadGroup(group, collector string, specFor func() (*probeSpec, error)) *probe {
-	ps, err := specFor()
+func (p *plugin) loadGroup(group, collector string, specFor func() (*ebpf.CollectionSpec, error)) *probe {
+	spec, err := specFor()
 	if err != nil {
 		p.failLater(collector, fmt.Errorf("%s programs: %w", group, err))
 		return nil
 	}
-	var variants []variant
-	for _, mode := range p.cfg.attachModes() {
-		variants = append(variants, ps.variants[mode])
-	}
-	running, states, err := loadGroup(group, ps.spec, variants, p.tracefs, p.logf)
+	running, states, err := loadGroup(group, spec, p.cfg.attachVariants(group), p.tracefs, nil, p.logf)
 	p.programs = append(p.programs, states...)
 	if err != nil {
 		p.failLater(collector, err)

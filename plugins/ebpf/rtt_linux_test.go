@@ -132,9 +132,9 @@ func BenchmarkRTTProgramCost(b *testing.B) {
 					b.Fatal(err)
 				}
 				p.cfg, p.tracefs, p.watch = c, "/sys/kernel/tracing", newWatchState()
-				p.rtt = p.loadGroup(collectorRTT, collectorRTT, func() (*probeSpec, error) {
+				p.rtt = p.loadGroup(collectorRTT, collectorRTT, func() (*ebpf.CollectionSpec, error) {
 					s, err := rttSpec(c.rttBounds, c.MaxDestinations)
-					return &probeSpec{s, rttVariants}, err
+					return s, err
 				})
 				if p.rtt == nil {
 					b.Fatalf("tcp_probe not running as %s: %v", attach, p.pending)

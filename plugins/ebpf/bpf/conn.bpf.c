@@ -7,6 +7,18 @@
  * watched_ports, same layout); only the object-store class counts here.
  * Stats are kept per destination (address, port) in a map bounded by the
  * filter: the exporter deletes the keys of destinations no longer watched.
+ *
+ * Four attach modes, each a complete set (conn.go's variants):
+ *   tp_btf, tracepoint: inet_sock_set_state, sock_send_length and
+ *               sock_recv_length (the last two: Linux 6.3+);
+ *   fentry:     fentry/tcp_set_state (the old state is the socket's before
+ *               the change), fexit/tcp_sendmsg (its return value: the bytes
+ *               sent) and fentry/tcp_cleanup_rbuf (the bytes a read copied);
+ *   kprobe:     the same functions as kprobes; tcp_sendmsg's socket is kept
+ *               by thread from its entry to its kretprobe.
+ * The fentry and kprobe modes count bytes read with MSG_PEEK too
+ * (tcp_cleanup_rbuf is called for them with what was copied). The object
+ * is built per architecture because the kprobes read registers.
  */
 #include "common.h"
 
@@ -234,5 +246,90 @@ int tp_sock_recv_length(struct trace_event_raw_sock_msg_length *ctx)
 	if (ctx->protocol != IPPROTO_TCP)
 		return 0;
 	count_bytes((const struct sock *)ctx->sk, ctx->ret, ctx->flags, false);
+	return 0;
+}
+
+/* The functions behind the events, for kernels without sock_*_length. */
+
+static __always_inline void set_state(struct sock *sk, int newstate)
+{
+	struct addr a;
+	__u16 port;
+	if (!sock_dest(sk, &a, &port))
+		return;
+	int oldstate = BPF_CORE_READ(sk, __sk_common.skc_state);
+	state_change((__u64)sk, &a, port, oldstate, newstate);
+}
+
+SEC("fentry/tcp_set_state")
+int BPF_PROG(fentry_tcp_set_state, struct sock *sk, int state)
+{
+	set_state(sk, state);
+	return 0;
+}
+
+SEC("fexit/tcp_sendmsg")
+int BPF_PROG(fexit_tcp_sendmsg, struct sock *sk, struct msghdr *msg, unsigned long size, int ret)
+{
+	count_bytes(sk, ret, 0, true);
+	return 0;
+}
+
+SEC("fentry/tcp_cleanup_rbuf")
+int BPF_PROG(fentry_tcp_cleanup_rbuf, struct sock *sk, int copied)
+{
+	count_bytes(sk, copied, 0, false);
+	return 0;
+}
+
+/* tcp_sendmsg's watched sockets by thread, from the kprobe to the
+ * kretprobe. LRU: a return that is never seen (kretprobe instances
+ * exhausted) leaves an entry that is evicted, not leaked. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, __u64);
+} sendmsg_sock SEC(".maps");
+
+SEC("kprobe/tcp_set_state")
+int BPF_KPROBE(kprobe_tcp_set_state, struct sock *sk, int state)
+{
+	set_state(sk, state);
+	return 0;
+}
+
+SEC("kprobe/tcp_sendmsg")
+int BPF_KPROBE(kprobe_tcp_sendmsg, struct sock *sk)
+{
+	struct addr a;
+	__u16 port;
+	/* Only watched sockets are remembered: the kretprobe of every other
+	 * send pays one lookup and nothing else. */
+	if (!sock_dest(sk, &a, &port) || !watched(&a, port))
+		return 0;
+	__u64 tid = bpf_get_current_pid_tgid();
+	__u64 skp = (__u64)sk;
+	bpf_map_update_elem(&sendmsg_sock, &tid, &skp, BPF_ANY);
+	return 0;
+}
+
+SEC("kretprobe/tcp_sendmsg")
+int BPF_KRETPROBE(kretprobe_tcp_sendmsg, int ret)
+{
+	__u64 tid = bpf_get_current_pid_tgid();
+	__u64 *skp = bpf_map_lookup_elem(&sendmsg_sock, &tid);
+	if (!skp)
+		return 0;
+	const struct sock *sk = (const struct sock *)*skp;
+	bpf_map_delete_elem(&sendmsg_sock, &tid);
+	count_bytes(sk, ret, 0, true);
+	return 0;
+}
+
+SEC("kprobe/tcp_cleanup_rbuf")
+int BPF_KPROBE(kprobe_tcp_cleanup_rbuf, struct sock *sk, int copied)
+{
+	count_bytes(sk, copied, 0, false);
 	return 0;
 }

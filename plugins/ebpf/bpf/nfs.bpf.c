@@ -8,15 +8,16 @@
  * server address, not the superblock: the exporter maps a server and
  * version to a volume_id from the mount table.
  *
- * Two attach modes:
- *   tp_btf:     the rpc_task itself: the server's sockaddr, the client's
- *               program and version, the procedure's name, the request's
- *               transmissions (rq_ntrans) and the execute time in ns.
+ * Three attach modes:
+ *   tp_btf, raw_tp: the rpc_task itself: the server's sockaddr, the
+ *               client's program and version, the procedure's name, the
+ *               request's transmissions (rq_ntrans) and the execute time
+ *               in ns.
  *   tracepoint: the classic event, whose record holds the server address
  *               as text, the version, the procedure's name and the execute
  *               time in microseconds; no transmission count.
- * Both need the sunrpc module's types (CO-RE) or tracepoint: on a kernel
- * without an NFS client neither loads.
+ * All need the sunrpc module's types (CO-RE, from its BTF) and event: on a
+ * kernel without an NFS client none loads.
  */
 #include "common.h"
 
@@ -110,47 +111,65 @@ struct server_sockaddr {
 	};
 };
 
-SEC("tp_btf/rpc_stats_latency")
-int BPF_PROG(tpbtf_rpc_stats_latency, const struct rpc_task *task, ktime_t backlog, ktime_t rtt, ktime_t execute)
+/* record_task counts one completed RPC of task. Every read is a CO-RE
+ * probe read, so that the raw_tp program (untyped arguments) can share it
+ * with the tp_btf one. */
+static __always_inline void record_task(const struct rpc_task *task, ktime_t execute)
 {
-	struct rpc_clnt *clnt = task->tk_client;
-	if (!clnt || clnt->cl_prog != NFS_PROGRAM)
-		return 0;
+	struct rpc_clnt *clnt = BPF_CORE_READ(task, tk_client);
+	if (!clnt || BPF_CORE_READ(clnt, cl_prog) != NFS_PROGRAM)
+		return;
 	struct nfs_key key;
 	__builtin_memset(&key, 0, sizeof(key));
-	key.vers = clnt->cl_vers;
+	key.vers = BPF_CORE_READ(clnt, cl_vers);
 
-	struct rpc_xprt *xprt = task->tk_xprt;
+	struct rpc_xprt *xprt = BPF_CORE_READ(task, tk_xprt);
 	if (!xprt)
-		return 0;
+		return;
 	struct server_sockaddr sa = {};
 	if (bpf_core_read(&sa, sizeof(sa), &xprt->addr))
-		return 0;
+		return;
 	struct addr *a = (struct addr *)key.addr;
 	if (sa.family == AF_INET)
 		mapped_v4(a, sa.v4);
 	else if (sa.family == AF_INET6)
 		__builtin_memcpy(a, sa.v6, sizeof(*a));
 	else
-		return 0;
+		return;
 
-	const struct rpc_procinfo *proc = task->tk_msg.rpc_proc;
+	const struct rpc_procinfo *proc = BPF_CORE_READ(task, tk_msg.rpc_proc);
 	if (!proc)
-		return 0;
-	const char *name = proc->p_name;
+		return;
+	const char *name = BPF_CORE_READ(proc, p_name);
 	if (!name || bpf_probe_read_kernel_str(key.proc, sizeof(key.proc), name) < 0)
-		return 0;
+		return;
 
 	__u64 retransmits = 0;
-	struct rpc_rqst *rq = task->tk_rqstp;
+	struct rpc_rqst *rq = BPF_CORE_READ(task, tk_rqstp);
 	if (rq) {
-		int ntrans = rq->rq_ntrans;
+		int ntrans = BPF_CORE_READ(rq, rq_ntrans);
 		if (ntrans > 1)
 			retransmits = ntrans - 1;
 	}
 	if (execute < 0)
 		execute = 0;
 	record(&key, (__u64)execute, retransmits);
+}
+
+SEC("tp_btf/rpc_stats_latency")
+int BPF_PROG(tpbtf_rpc_stats_latency, const struct rpc_task *task, ktime_t backlog, ktime_t rtt, ktime_t execute)
+{
+	record_task(task, execute);
+	return 0;
+}
+
+/* The same event as a raw tracepoint: attached by name, which finds a
+ * module's tracepoint without the module's BTF object (tp_btf needs its
+ * id, and listing BTF objects needs CAP_SYS_ADMIN). */
+SEC("raw_tp/rpc_stats_latency")
+int BPF_PROG(raw_rpc_stats_latency, const struct rpc_task *task, ktime_t backlog, ktime_t rtt, ktime_t execute)
+{
+	record_task(task, execute);
 	return 0;
 }
 

@@ -8,6 +8,8 @@
  * ebpf_program_loaded 0), never the others. */
 #ifndef PLEXPORTER_VMLINUX_H
 #define PLEXPORTER_VMLINUX_H
+/* What bpf_tracing.h tests for kernel-side register names (x86: di, not rdi). */
+#define __VMLINUX_H__
 
 typedef unsigned char __u8;
 typedef short unsigned int __u16;
@@ -118,8 +120,45 @@ struct sock_common {
 		__u16 skc_num;
 	};
 	short unsigned int skc_family;
+	volatile unsigned char skc_state;
 	struct in6_addr skc_v6_daddr;
 };
+
+struct msghdr;
+
+/* The registers a kprobe reads its arguments from (conn.bpf.c's kprobe
+ * variant; built per architecture, bpf2go defines __TARGET_ARCH_*). */
+#if defined(__TARGET_ARCH_x86)
+struct pt_regs {
+	long unsigned int bp;
+	long unsigned int ax;
+	long unsigned int cx;
+	long unsigned int dx;
+	long unsigned int si;
+	long unsigned int di;
+	long unsigned int r8;
+	long unsigned int ip;
+	long unsigned int sp;
+};
+#elif defined(__TARGET_ARCH_arm64)
+struct user_pt_regs {
+	__u64 regs[31];
+	__u64 sp;
+	__u64 pc;
+	__u64 pstate;
+};
+struct pt_regs {
+	union {
+		struct user_pt_regs user_regs;
+		struct {
+			__u64 regs[31];
+			__u64 sp;
+			__u64 pc;
+			__u64 pstate;
+		};
+	};
+};
+#endif
 
 struct sock {
 	struct sock_common __sk_common;
