@@ -137,3 +137,41 @@ func TestHostileHandshakeAddressIsNotDialled(t *testing.T) {
 		})
 	}
 }
+
+// A plugin of another protocol generation (go-plugin core protocol, the
+// application protocol's major, net/rpc) fails its start with a
+// *ProtocolError that names the plugin and both sides' versions, so that
+// the supervisor refuses it instead of restarting it forever.
+func TestOtherProtocolIsAProtocolError(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		says string // go-plugin's words in the error
+	}{
+		"core protocol 2":        {map[string]string{"HANDSHAKE_CORE": "2"}, "core API version"},
+		"application protocol 2": {map[string]string{"HANDSHAKE_APP": "2"}, "Plugin version: 2"},
+		"net/rpc":                {map[string]string{"HANDSHAKE_PROTOCOL": "netrpc"}, "unsupported plugin protocol"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, k := range []string{"HANDSHAKE_CORE", "HANDSHAKE_APP", "HANDSHAKE_PROTOCOL", "HANDSHAKE_LINK_TO"} {
+				t.Setenv(k, tc.env[k])
+			}
+			t.Setenv("HANDSHAKE_NETWORK", "unix")
+			t.Setenv("HANDSHAKE_ADDRESS", "${PLUGIN_UNIX_SOCKET_DIR}/plugin.sock")
+			t.Setenv("HANDSHAKE_LISTEN", "1")
+			p := discover.Plugin{Name: "elder", Path: handshakeBin, Target: handshakeBin}
+			pass := []string{"HANDSHAKE_NETWORK", "HANDSHAKE_ADDRESS", "HANDSHAKE_LISTEN", "HANDSHAKE_CORE", "HANDSHAKE_APP", "HANDSHAKE_PROTOCOL"}
+			proc, err := Start(p, Options{PassEnv: pass, StartTimeout: 5 * time.Second, SocketParent: t.TempDir()}, slog.New(slog.DiscardHandler))
+			if err == nil {
+				proc.Stop()
+				t.Fatal("the host started a plugin of another protocol")
+			}
+			var other *ProtocolError
+			if !errors.As(err, &other) || other.Plugin != "elder" {
+				t.Fatalf("want a *ProtocolError for plugin elder, got %T: %v", err, err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.says) || !strings.Contains(msg, "plexporter.plugin.v1") || !strings.Contains(msg, "install a build") {
+				t.Errorf("the error must say what differs (%q), the host's protocol and what to do: %v", tc.says, err)
+			}
+		})
+	}
+}

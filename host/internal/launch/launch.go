@@ -122,6 +122,9 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 	proc.run = run
 	if err != nil {
 		proc.Stop()
+		if incompatibleHandshake(err) {
+			err = &ProtocolError{Plugin: p.Name, Reason: err.Error()}
+		}
 		return nil, fmt.Errorf("start %s: %w", p.Target, err)
 	}
 	raw, err := rpc.Dispense(transport.PluginName)
@@ -239,4 +242,44 @@ func FileSHA256(path string) (string, error) {
 		return "", fmt.Errorf("hash %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ProtocolError is a plugin that speaks another protocol than the host:
+// another go-plugin core protocol, another application protocol (a major
+// of plexporter.plugin), net/rpc instead of gRPC, or an api_version whose
+// major is not the host's. Restarting the same binary cannot fix it, so the
+// supervisor refuses the plugin until its binary changes.
+type ProtocolError struct {
+	Plugin string
+	Reason string // what does not match, in go-plugin's or the host's words
+}
+
+func (e *ProtocolError) Error() string {
+	major, _, _ := strings.Cut(transport.APIVersion, ".")
+	return fmt.Sprintf("plugin %s speaks another protocol than this host (%s); this host speaks plexporter.plugin.v%d over gRPC, api_version %s.x: install a build of the plugin for it, or a host that speaks the plugin's protocol",
+		e.Plugin, firstLine(e.Reason), transport.ProtocolVersion, major)
+}
+
+// incompatibleHandshake tells go-plugin's version-mismatch errors from the
+// others. go-plugin has no typed errors for them, so its messages are
+// matched (the test with a plugin offering protocol 2 pins them).
+func incompatibleHandshake(err error) bool {
+	m := strings.ToLower(err.Error())
+	for _, prefix := range []string{
+		"incompatible core api version",
+		"incompatible api version",
+		"error parsing core protocol version",
+		"error parsing protocol version",
+		"unsupported plugin protocol",
+	} {
+		if strings.Contains(m, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return strings.TrimSpace(line)
 }

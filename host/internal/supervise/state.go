@@ -26,8 +26,9 @@ const (
 	// Misconfigured: the plugin rejected its settings (Configure answered
 	// INVALID_ARGUMENT). Its process is stopped until the settings change.
 	Misconfigured
-	// Refused: the binary is not the one its manifest pins, or its
-	// handshake names an address the host does not dial.
+	// Refused: the binary is not the one its manifest pins, its handshake
+	// names an address the host does not dial, or it speaks another
+	// protocol (launch.ProtocolError).
 	Refused
 	// Stopped: the host stopped the plugin. Final.
 	Stopped

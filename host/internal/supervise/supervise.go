@@ -303,13 +303,15 @@ func (s *Supervisor) firstAttemptOver() {
 
 // finalState moves a plugin whose start failed in a way no restart can fix
 // (it rejected its settings, its binary is not the one pinned, its
-// handshake named an address the host does not dial) to Misconfigured or
+// handshake named an address the host does not dial, it speaks another
+// protocol) to Misconfigured or
 // Refused, logs why once, and returns that state; for every other failure
 // it returns Backoff and changes nothing.
 func (s *Supervisor) finalState(err error) State {
 	var rejected *rejectedError
 	var pin *launch.PinError
 	var address *launch.AddressError
+	var protocol *launch.ProtocolError
 	switch {
 	case errors.As(err, &rejected):
 		s.become(Misconfigured, rejected.message)
@@ -325,8 +327,22 @@ func (s *Supervisor) finalState(err error) State {
 		s.become(Refused, address.Error())
 		s.log.Error("plugin refused", "path", s.plugin.Path, "reason", address.Error())
 		return Refused
+	case errors.As(err, &protocol):
+		s.become(Refused, protocol.Error())
+		s.log.Error("plugin refused", "path", s.plugin.Path, "reason", protocol.Error())
+		return Refused
 	}
 	return Backoff
+}
+
+// tooLarge says in the host's words that an Info or Configure answer
+// exceeded batch.MaxMessageBytes: go-plugin would otherwise receive up to
+// 2 GiB there, bounded only by the start timeout.
+func tooLarge(err error) error {
+	if status.Code(err) == codes.ResourceExhausted {
+		return fmt.Errorf("the plugin's answer is larger than the %d MiB the host accepts (a catalogue or warnings that big are a plugin bug): %w", batch.MaxMessageBytes>>20, err)
+	}
+	return err
 }
 
 // rejectedError is a Configure that answered INVALID_ARGUMENT: the plugin
@@ -376,12 +392,12 @@ func (s *Supervisor) start(ctx context.Context) (*launch.Process, error) {
 
 // describe asks Info and checks what the plugin says about itself.
 func (s *Supervisor) describe(ctx context.Context, client pluginv1.PluginServiceClient) error {
-	info, err := client.Info(ctx, &pluginv1.InfoRequest{})
+	info, err := client.Info(ctx, &pluginv1.InfoRequest{}, batch.MaxMessage)
 	if err != nil {
-		return fmt.Errorf("Info: %w", err)
+		return fmt.Errorf("Info: %w", tooLarge(err))
 	}
 	if major, _, _ := strings.Cut(info.GetApiVersion(), "."); major != strings.Split(transport.APIVersion, ".")[0] {
-		return fmt.Errorf("plugin speaks API version %q, the host %s", info.GetApiVersion(), transport.APIVersion)
+		return &launch.ProtocolError{Plugin: s.plugin.Name, Reason: fmt.Sprintf("its Info reports api_version %q", info.GetApiVersion())}
 	}
 	s.mu.Lock()
 	s.status.Info = info
@@ -418,12 +434,12 @@ func (s *Supervisor) warnDrift(h *pluginv1.SandboxHints) {
 // configure sends the settings. INVALID_ARGUMENT is the plugin rejecting
 // them (a rejectedError); its warnings are logged, once per start.
 func (s *Supervisor) configure(ctx context.Context, client pluginv1.PluginServiceClient) error {
-	resp, err := client.Configure(ctx, s.settings.ConfigureRequest())
+	resp, err := client.Configure(ctx, s.settings.ConfigureRequest(), batch.MaxMessage)
 	if status.Code(err) == codes.InvalidArgument {
 		return &rejectedError{message: status.Convert(err).Message()}
 	}
 	if err != nil {
-		return fmt.Errorf("Configure: %w", err)
+		return fmt.Errorf("Configure: %w", tooLarge(err))
 	}
 	loc := s.settings.ConfigLocation
 	for _, w := range resp.GetWarnings() {

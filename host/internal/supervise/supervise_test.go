@@ -292,3 +292,54 @@ func TestHostileHandshakeIsRefused(t *testing.T) {
 		t.Errorf("the refusal is not logged once:\n%s", logs)
 	}
 }
+
+// A plugin of another protocol generation is refused, not restarted: the
+// same binary would fail the same way (docs/plugin-protocol.md, open
+// point 2).
+func TestOtherProtocolIsRefused(t *testing.T) {
+	t.Setenv("HANDSHAKE_NETWORK", "unix")
+	t.Setenv("HANDSHAKE_ADDRESS", "${PLUGIN_UNIX_SOCKET_DIR}/plugin.sock")
+	t.Setenv("HANDSHAKE_LISTEN", "1")
+	t.Setenv("HANDSHAKE_APP", "2")
+	logs := &logBuffer{}
+	path := filepath.Join(t.TempDir(), "plexporter-elder")
+	os.Symlink(handshakeBin, path)
+	sup := New(discover.Plugin{Name: "elder", Path: path, Target: handshakeBin, Identity: "test"},
+		Settings{PassEnv: []string{"HANDSHAKE_NETWORK", "HANDSHAKE_ADDRESS", "HANDSHAKE_LISTEN", "HANDSHAKE_APP"}, MinBackoff: 20 * time.Millisecond},
+		slog.New(slog.NewTextHandler(logs, nil)))
+	t.Cleanup(sup.Stop)
+	sup.Start()
+	<-sup.FirstAttempt()
+	time.Sleep(200 * time.Millisecond) // ten backoffs
+	st := sup.Status()
+	if st.State != Refused || st.Restarts != 0 || !strings.Contains(st.LastError, "speaks another protocol") || !strings.Contains(st.LastError, "Plugin version: 2") {
+		t.Fatalf("%+v", st)
+	}
+	if len(logs.lines("level=ERROR", "plugin refused", "plugin=elder")) != 1 {
+		t.Errorf("the refusal is not logged once:\n%s", logs)
+	}
+}
+
+// Info and Configure answers are bounded like Collect messages
+// (batch.MaxMessageBytes), not by go-plugin's 2 GiB: an oversized one fails
+// the start with the host's own words.
+func TestOversizedStartAnswersFailTheStart(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cfg map[string]any
+		env string
+	}{
+		"Info":      {cfg: map[string]any{"series": 1}, env: "100000"},            // ~5 MiB of descriptors
+		"Configure": {cfg: map[string]any{"series": 1, "warning_bytes": 5 << 20}}, // one 5 MiB warning
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("CHAOS_CATALOGUE", tc.env)
+			sup, _ := chaos(t, "big", tc.cfg, func(s *Settings) { s.PassEnv = []string{"CHAOS_CATALOGUE"} })
+			sup.Start()
+			<-sup.FirstAttempt()
+			st := sup.Status()
+			if st.State == Running || !strings.Contains(st.LastError, name+": the plugin's answer is larger than the 4 MiB the host accepts") {
+				t.Fatalf("want a failed start naming %s and the 4 MiB bound, got %v: %s", name, st.State, st.LastError)
+			}
+		})
+	}
+}

@@ -43,11 +43,16 @@ type config struct {
 	ExitWhile     string   `json:"exit_while"`      // with exit_after: only while this file exists
 	Flood         bool     `json:"flood"`           // after the rest, write gauges without end until the host stops the stream
 	InvalidUTF8   bool     `json:"invalid_utf8"`    // first of all, a series whose label value is not valid UTF-8
+	WarningBytes  int      `json:"warning_bytes"`   // one configuration warning this long (an oversized Configure answer)
 }
 
 // hintsEnv holds sandbox hints (JSON of sdk.SandboxHints) for Info, which
 // must not depend on the config; a manifest's env list lets it through.
 const hintsEnv = "CHAOS_SANDBOX_HINTS"
+
+// catalogueEnv, a number: Info lists that many more families (an oversized
+// Info answer).
+const catalogueEnv = "CHAOS_CATALOGUE"
 
 type chaos struct {
 	name     string
@@ -77,6 +82,10 @@ func (c *chaos) Info() sdk.Info {
 			sdk.Logger().Error("bad "+hintsEnv, "err", err)
 		}
 	}
+	n, _ := strconv.Atoi(os.Getenv(catalogueEnv))
+	for i := range n {
+		info.Metrics = append(info.Metrics, sdk.NewDesc(fmt.Sprintf("chaos_catalogue_%d", i), sdk.Gauge, "One of many families.", "plugin"))
+	}
 	return info
 }
 
@@ -86,6 +95,9 @@ func (c *chaos) Configure(_ context.Context, cfg sdk.Config) error {
 	}
 	for _, w := range c.cfg.Warnings {
 		cfg.Warn("%s", w)
+	}
+	if c.cfg.WarningBytes > 0 {
+		cfg.Warn("%s", strings.Repeat("w", c.cfg.WarningBytes))
 	}
 	if c.cfg.LogAs != "" {
 		sdk.Logger().Info("chaos: posing as another plugin", "plugin", c.cfg.LogAs)

@@ -3,11 +3,16 @@
 // address the host must not dial. HANDSHAKE_NETWORK and HANDSHAKE_ADDRESS
 // (with $PLUGIN_UNIX_SOCKET_DIR expanded) are the address; with
 // HANDSHAKE_LINK_TO it instead puts a symlink to that socket into its own
-// socket directory and names the link. Then it waits to be killed.
+// socket directory and names the link. HANDSHAKE_CORE, HANDSHAKE_APP and
+// HANDSHAKE_PROTOCOL replace the line's core protocol version, application
+// protocol version and "grpc" (a plugin of another protocol generation).
+// With HANDSHAKE_LISTEN set it listens on its address first. Then it waits
+// to be killed.
 package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -26,6 +31,22 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	fmt.Printf("%d|%d|%s|%s|%s|\n", plugin.CoreProtocolVersion, transport.ProtocolVersion, network, addr, plugin.ProtocolGRPC)
+	if os.Getenv("HANDSHAKE_LISTEN") != "" {
+		if _, err := net.Listen(network, addr); err != nil {
+			fmt.Fprintln(os.Stderr, "handshake:", err)
+			os.Exit(1)
+		}
+	}
+	core := or(os.Getenv("HANDSHAKE_CORE"), fmt.Sprint(plugin.CoreProtocolVersion))
+	app := or(os.Getenv("HANDSHAKE_APP"), fmt.Sprint(transport.ProtocolVersion))
+	proto := or(os.Getenv("HANDSHAKE_PROTOCOL"), string(plugin.ProtocolGRPC))
+	fmt.Printf("%s|%s|%s|%s|%s|\n", core, app, network, addr, proto)
 	time.Sleep(time.Hour)
+}
+
+func or(s, otherwise string) string {
+	if s != "" {
+		return s
+	}
+	return otherwise
 }

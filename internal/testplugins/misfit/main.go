@@ -172,10 +172,10 @@ func (m *misfit) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 		forever() // the host's deadline passes, and the next, and the next
 	case faultNoCancel:
 		// A first message, as a plugin that streams its batches sends one,
-		// and the runner cancels after it; then the slow part.
-		if err := stream.Send(&pluginv1.CollectResponse{}); err != nil {
-			return err
-		}
+		// and the runner cancels after it; then the slow part. A failed
+		// Send is ignored like the context: on a loaded machine the cancel
+		// can come before it, and this plugin must linger all the same.
+		_ = stream.Send(&pluginv1.CollectResponse{})
 		time.Sleep(slowCollect)
 		if ctx.Err() != nil {
 			time.Sleep(lingerCancelled)
