@@ -26,6 +26,14 @@ const (
 	// maxJobIDsPerFile bounds what one mapping file may add; a device is
 	// shared by a handful of jobs at most.
 	maxJobIDsPerFile = 64
+	// defaultMaxPids bounds the processes one cgroup_jobs scan looks at:
+	// one small read each (/proc/<pid>/cgroup), far more than a compute
+	// node runs.
+	defaultMaxPids = 16384
+	// defaultMaxSeries bounds the series of device_cgroup_job_info and of
+	// rdma_qp_owner_info each: a device is used by a handful of jobs, a
+	// port's queues by a handful of owners.
+	defaultMaxSeries = 1024
 )
 
 // config is the plugin's section of the host configuration
@@ -44,12 +52,31 @@ type config struct {
 	// device, one job id per line), a path on the node read under
 	// --path.rootfs; "" (the default) turns it off.
 	JobMappingDir string `json:"job_mapping_dir"`
+	// CgroupJobs turns on device_cgroup_job_info: the Slurm jobs whose
+	// processes hold a device open, from /proc/<pid>/fd and
+	// /proc/<pid>/cgroup under --path.procfs.
+	CgroupJobs bool `json:"cgroup_jobs"`
+	// CgroupJobsMaxPids is how many processes one scan looks at at most.
+	CgroupJobsMaxPids int `json:"cgroup_jobs_max_pids"`
+	// CgroupJobsMaxSeries caps device_cgroup_job_info.
+	CgroupJobsMaxSeries int `json:"cgroup_jobs_max_series"`
+	// RDMAQPOwners turns on rdma_qp_owner_info: the owners of RDMA queue
+	// pairs from RDMA netlink resource tracking, joined with their
+	// processes' cgroups.
+	RDMAQPOwners bool `json:"rdma_qp_owners"`
+	// RDMAQPOwnersMaxSeries caps rdma_qp_owner_info (and
+	// rdma_qp_owner_queue_pairs, which has the same series).
+	RDMAQPOwnersMaxSeries int `json:"rdma_qp_owners_max_series"`
 }
 
 func defaultConfig() config {
 	return config{
 		CacheTTL:    sdk.Duration{Duration: defaultCacheTTL},
 		CallTimeout: sdk.Duration{Duration: defaultCallTimeout},
+
+		CgroupJobsMaxPids:     defaultMaxPids,
+		CgroupJobsMaxSeries:   defaultMaxSeries,
+		RDMAQPOwnersMaxSeries: defaultMaxSeries,
 	}
 }
 
@@ -69,6 +96,14 @@ func (c *config) validate() error {
 	}
 	if d := c.JobMappingDir; d != "" && !filepath.IsAbs(d) {
 		return fmt.Errorf("job_mapping_dir: %q is not an absolute path (a path on the node, read under --path.rootfs)", d)
+	}
+	for _, bound := range []struct {
+		key string
+		n   int
+	}{{"cgroup_jobs_max_pids", c.CgroupJobsMaxPids}, {"cgroup_jobs_max_series", c.CgroupJobsMaxSeries}, {"rdma_qp_owners_max_series", c.RDMAQPOwnersMaxSeries}} {
+		if bound.n < 1 {
+			return fmt.Errorf("%s: %d is not a positive number", bound.key, bound.n)
+		}
 	}
 	return nil
 }

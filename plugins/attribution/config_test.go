@@ -20,6 +20,10 @@ func TestConfigureErrors(t *testing.T) {
 		{Raw: map[string]any{"call_timeout": "0s"}, Key: "call_timeout: ", Detail: "must be positive"},
 		{Raw: map[string]any{"call_timeout": "30s"}, Key: "call_timeout: ", Detail: "longer than cache_ttl"},
 		{Raw: map[string]any{"job_mapping_dir": "job-mapping"}, Key: "job_mapping_dir: ", Detail: "not an absolute path"},
+		{Raw: map[string]any{"cgroup_jobs": "yes"}, Key: "cgroup_jobs", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"cgroup_jobs_max_pids": 0}, Key: "cgroup_jobs_max_pids: ", Detail: "not a positive number"},
+		{Raw: map[string]any{"cgroup_jobs_max_series": -1}, Key: "cgroup_jobs_max_series: ", Detail: "not a positive number"},
+		{Raw: map[string]any{"rdma_qp_owners_max_series": 0}, Key: "rdma_qp_owners_max_series: ", Detail: "not a positive number"},
 	})
 }
 
@@ -32,7 +36,13 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 		"cache_ttl":            "30s",
 		"call_timeout":         5,
 		"job_mapping_dir":      "/var/lib/plexporter/job-mapping",
-	}, sdk.Paths{Rootfs: "/host/root"})
+
+		"cgroup_jobs":               true,
+		"cgroup_jobs_max_pids":      100,
+		"cgroup_jobs_max_series":    10,
+		"rdma_qp_owners":            true,
+		"rdma_qp_owners_max_series": 20,
+	}, sdk.Paths{Rootfs: "/host/root", Procfs: "/host/proc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +51,12 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 	}
 	if p.jobMapping != "/host/root/var/lib/plexporter/job-mapping" {
 		t.Errorf("job mapping dir %q", p.jobMapping)
+	}
+	if c := p.cgroupJobs; c == nil || *c != (cgroupJobs{procfs: "/host/proc", maxPids: 100, maxSeries: 10}) {
+		t.Errorf("cgroup jobs %+v", c)
+	}
+	if q := p.qpOwners; q == nil || q.procfs != "/host/proc" || q.maxSeries != 20 || q.dial == nil {
+		t.Errorf("rdma qp owners %+v", q)
 	}
 }
 
@@ -56,6 +72,9 @@ func TestConfigureDefaults(t *testing.T) {
 	}
 	if p.jobMapping != "" {
 		t.Errorf("job mapping on by default: %q", p.jobMapping)
+	}
+	if p.cgroupJobs != nil || p.qpOwners != nil {
+		t.Errorf("cgroup_jobs or rdma_qp_owners on by default: %+v %+v", p.cgroupJobs, p.qpOwners)
 	}
 	if err := sdktest.Configure(t, p, map[string]any{"pod_resources_socket": ""}, sdk.Paths{}); err != nil {
 		t.Fatal(err)

@@ -3,36 +3,54 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/mdlayher/netlink"
+
+	"github.com/plexporter/plexporter/internal/rdmanl"
 	"github.com/plexporter/plexporter/sdk"
 )
 
 // plugin publishes who uses each device as info series: pods from the
 // kubelet's pod-resources API, Slurm jobs from a job-mapping directory.
 type plugin struct {
-	now func() time.Time
+	now  func() time.Time
+	dial func() (rdmanl.Conn, error) // RDMA netlink, for rdma_qp_owners
+	proc procfsReader                // /proc/<pid> reads (tests make processes vanish or refuse)
 
-	// errs outlives a re-Configure, so the counter never goes back.
-	errs errorCounts
+	// The counters outlive a re-Configure, so they never go back.
+	errs       counts // attribution_collection_errors_total, by collector
+	limits     counts // attribution_limit_reached_total, by limit
+	unreadable counts // attribution_unreadable_fd_dirs_total, under ""
 
 	mu         sync.Mutex
 	resolver   resolver
 	pods       *podResources // nil: Kubernetes attribution off
 	jobMapping string        // "" : Slurm job mapping off
 	sources    []string      // collectors of the configured sources, for attribution_collection_errors_total
+	limitNames []string      // the bounds of the configured sources, for attribution_limit_reached_total
+	cgroupJobs *cgroupJobs   // nil: off
+	qpOwners   *qpOwners     // nil: off
 }
 
-// errorCounts holds attribution_collection_errors_total.
-type errorCounts struct {
+// cgroupJobs is the configured process scan behind device_cgroup_job_info.
+type cgroupJobs struct {
+	procfs             string
+	maxPids, maxSeries int
+}
+
+// counts is a set of monotonic counters by label value.
+type counts struct {
 	mu sync.Mutex
 	n  map[string]uint64
 }
 
-func (e *errorCounts) add(collector string) {
+func (e *counts) add(collector string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.n == nil {
@@ -41,13 +59,24 @@ func (e *errorCounts) add(collector string) {
 	e.n[collector]++
 }
 
-func (e *errorCounts) count(collector string) uint64 {
+func (e *counts) addN(key string, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n == nil {
+		e.n = map[string]uint64{}
+	}
+	e.n[key] += uint64(n)
+}
+
+func (e *counts) count(collector string) uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.n[collector]
 }
 
-func newPlugin() *plugin { return &plugin{now: time.Now} }
+func newPlugin() *plugin {
+	return &plugin{now: time.Now, proc: osProcfs{}, dial: func() (rdmanl.Conn, error) { return netlink.Dial(rdmanl.Family, nil) }}
+}
 
 func (p *plugin) Info() sdk.Info {
 	return sdk.Info{
@@ -56,7 +85,7 @@ func (p *plugin) Info() sdk.Info {
 		Metrics: catalogue,
 		Sandbox: sdk.SandboxHints{
 			Capabilities:  []string{"CAP_DAC_OVERRIDE"},
-			ReadOnlyPaths: []string{"/sys/bus/pci/devices", "/sys/class/infiniband", "/sys/class/net", "/sys/class/nvme", "/sys/devices"},
+			ReadOnlyPaths: []string{"/sys/bus/pci/devices", "/sys/class/infiniband", "/sys/class/infiniband_verbs", "/sys/class/net", "/sys/class/nvme", "/sys/devices"},
 		},
 	}
 }
@@ -96,6 +125,23 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	if cfg.Enabled(descDeviceJob) {
 		p.jobMapping = underRoot(cfg.Paths.Rootfs, c.JobMappingDir)
 	}
+	p.limitNames = nil
+	if c.CgroupJobs {
+		p.sources = append(p.sources, collectorCgroupJobs)
+		p.limitNames = append(p.limitNames, limitMaxPids, limitCgroupSeries, limitFDsPerProcess)
+	}
+	p.cgroupJobs = nil
+	if c.CgroupJobs && cfg.Enabled(descDeviceCgroupJob) {
+		p.cgroupJobs = &cgroupJobs{procfs: cfg.Paths.Procfs, maxPids: c.CgroupJobsMaxPids, maxSeries: c.CgroupJobsMaxSeries}
+	}
+	if c.RDMAQPOwners {
+		p.sources = append(p.sources, collectorRDMAQPOwners)
+		p.limitNames = append(p.limitNames, limitQPOwnerSeries)
+	}
+	p.qpOwners = nil
+	if c.RDMAQPOwners && cfg.AnyEnabled(descRDMAQPOwner, descRDMAQPOwnerQPs) {
+		p.qpOwners = &qpOwners{procfs: cfg.Paths.Procfs, maxSeries: c.RDMAQPOwnersMaxSeries, dial: p.dial}
+	}
 	return nil
 }
 
@@ -103,10 +149,11 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 // failing costs only its own series.
 func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	p.mu.Lock()
-	res, pods, jobDir, collectors := p.resolver, p.pods, p.jobMapping, p.sources
+	res, pods, jobDir, collectors, limits := p.resolver, p.pods, p.jobMapping, p.sources, p.limitNames
+	scan, qps := p.cgroupJobs, p.qpOwners
 	p.mu.Unlock()
 
-	defer func() { p.writeErrors(w, collectors) }()
+	defer func() { p.writeErrors(w, collectors, limits) }()
 	if pods != nil {
 		s, err := pods.snapshot(ctx)
 		if err != nil {
@@ -123,7 +170,43 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			w.Gauge(descDeviceJob, 1, j.Device, j.JobID)
 		}
 	}
+	if scan != nil {
+		p.writeCgroupJobs(w, res, scan)
+	}
+	if qps != nil {
+		p.writeQPOwners(ctx, w, qps)
+	}
 	return nil
+}
+
+// writeCgroupJobs scans procfs for the devices processes of Slurm jobs
+// hold open and writes device_cgroup_job_info.
+func (p *plugin) writeCgroupJobs(w *sdk.Writer, res resolver, c *cgroupJobs) {
+	s, err := scanDeviceJobs(p.proc, c.procfs, newDeviceFiles(res), c.maxPids)
+	if err != nil {
+		p.fail(w, collectorCgroupJobs, err)
+		return
+	}
+	if s.PidsCapped {
+		p.limits.add(limitMaxPids)
+	}
+	if s.FDsCapped > 0 {
+		p.limits.add(limitFDsPerProcess)
+	}
+	if s.Unreadable > 0 {
+		p.unreadable.addN("", s.Unreadable)
+		p.fail(w, collectorCgroupJobs, fmt.Errorf("%d of %d processes of Slurm jobs: their devices are not known (%w)", s.Unreadable, s.JobProcesses, s.UnreadableErr))
+	}
+	if s.CgroupUnreadable > 0 {
+		p.fail(w, collectorCgroupJobs, fmt.Errorf("%d of %d processes: their cgroup is not known (%w)", s.CgroupUnreadable, s.ProcessesRead, s.CgroupErr))
+	}
+	for i, u := range s.Uses {
+		if i == c.maxSeries {
+			p.limits.add(limitCgroupSeries)
+			break
+		}
+		w.Gauge(descDeviceCgroupJob, 1, u.Kind, u.Device, u.JobID)
+	}
 }
 
 // writePods writes one kubelet answer, each device ID resolved through
@@ -169,9 +252,40 @@ func (p *plugin) fail(w *sdk.Writer, collector string, err error) {
 }
 
 // writeErrors writes attribution_collection_errors_total for the
-// collectors of the enabled sources, from the first scrape on.
-func (p *plugin) writeErrors(w *sdk.Writer, collectors []string) {
+// collectors of the enabled sources and attribution_limit_reached_total
+// for their bounds, from the first scrape on.
+func (p *plugin) writeErrors(w *sdk.Writer, collectors, limits []string) {
 	for _, c := range collectors {
 		w.Counter(descCollectionErrors, float64(p.errs.count(c)), c)
+	}
+	for _, l := range limits {
+		w.Counter(descLimitReached, float64(p.limits.count(l)), l)
+	}
+	if slices.Contains(collectors, collectorCgroupJobs) {
+		w.Counter(descUnreadableFDDirs, float64(p.unreadable.count("")))
+	}
+}
+
+// writeQPOwners dumps the queue pairs of every RDMA device and writes
+// their owners.
+func (p *plugin) writeQPOwners(ctx context.Context, w *sdk.Writer, q *qpOwners) {
+	c, err := q.dial()
+	if err != nil {
+		p.fail(w, collectorRDMAQPOwners, fmt.Errorf("rdma netlink: %w", err))
+		return
+	}
+	defer c.Close()
+	qps, errs := dumpQueuePairs(ctx, c)
+	for _, err := range errs {
+		p.fail(w, collectorRDMAQPOwners, err)
+	}
+	for i, o := range ownersOf(p.proc, q.procfs, qps) {
+		if i == q.maxSeries {
+			p.limits.add(limitQPOwnerSeries)
+			break
+		}
+		labels := []string{o.Device, o.Port, o.Owner.JobID, o.Owner.PodUID}
+		w.Gauge(descRDMAQPOwner, 1, labels...)
+		w.Gauge(descRDMAQPOwnerQPs, float64(o.QPs), labels...)
 	}
 }

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 
 	"github.com/mdlayher/netlink"
+
+	"github.com/plexporter/plexporter/internal/rdmanl"
 )
 
 // RDMA netlink (NETLINK_RDMA, client RDMA_NL_NLDEV): plain netlink, no
@@ -59,26 +60,14 @@ const (
 	flagsDump = netlink.Request | netlink.Acknowledge | netlink.Dump
 )
 
-var errDumpOverflow = errors.New("rdma netlink dump exceeded receive budget")
+var errDumpOverflow = rdmanl.ErrDumpOverflow
 
-// dumpAttempts bounds how often a dump is run again when the kernel flags
-// it NLM_F_DUMP_INTR: the object list changed while it was being dumped
-// (a device or QP came or went), so the parts may be inconsistent. Such a
-// dump is never taken as complete; after this many interrupted runs in a
-// row the exchange fails with errDumpInterrupted, a collect error.
-const dumpAttempts = 3
+// dumpAttempts bounds how often an interrupted dump (NLM_F_DUMP_INTR) is
+// run again before the exchange fails with errDumpInterrupted, a collect
+// error (internal/rdmanl).
+const dumpAttempts = rdmanl.DumpAttempts
 
-var errDumpInterrupted = fmt.Errorf("rdma netlink dump interrupted (NLM_F_DUMP_INTR: the kernel's objects changed during the dump) %d times in a row", dumpAttempts)
-
-// interrupted tells whether any part of a dump carries NLM_F_DUMP_INTR.
-func interrupted(msgs []netlink.Message) bool {
-	for _, m := range msgs {
-		if m.Header.Flags&netlink.DumpInterrupted != 0 {
-			return true
-		}
-	}
-	return false
-}
+var errDumpInterrupted = rdmanl.ErrDumpInterrupted
 
 // hwCounter is one STAT_HWCOUNTER_ENTRY.
 type hwCounter struct {
@@ -310,13 +299,7 @@ func decodeQPSet(ead *netlink.AttributeDecoder, s *qpSet) error {
 
 // nlConn is the part of *netlink.Conn the client uses (nltest provides a
 // fake one in tests).
-type nlConn interface {
-	Execute(netlink.Message) ([]netlink.Message, error)
-	Send(netlink.Message) (netlink.Message, error)
-	Receive() ([]netlink.Message, error)
-	ReceiveIter() iter.Seq2[netlink.Message, error]
-	Close() error
-}
+type nlConn = rdmanl.Conn
 
 // nldevClient speaks the read-only part of RDMA_NLDEV. It only ever sends
 // GET, STAT_GET and STAT_GET_STATUS: never SET, never STAT_SET.
@@ -392,7 +375,7 @@ func (c *nldevClient) dump(ctx context.Context, req netlink.Message) ([]netlink.
 		if err != nil {
 			return nil, err
 		}
-		if !interrupted(msgs) {
+		if !rdmanl.Interrupted(msgs) {
 			return dataMessages(msgs), nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -460,48 +443,7 @@ func (c *nldevClient) dumpWithin(ctx context.Context, req netlink.Message, maxBy
 	if err := readOnly(req); err != nil {
 		return nil, err
 	}
-	for range dumpAttempts {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		out, intr, err := c.receiveWithin(req, maxBytes, maxMsgs)
-		if err != nil {
-			return nil, err
-		}
-		if !intr {
-			return out, ctx.Err()
-		}
-	}
-	return nil, errDumpInterrupted
-}
-
-// receiveWithin is one run of dumpWithin's exchange; intr reports a part
-// flagged NLM_F_DUMP_INTR (the dump is read to its end either way, so the
-// socket stays clean).
-func (c *nldevClient) receiveWithin(req netlink.Message, maxBytes, maxMsgs int) (out []netlink.Message, intr bool, err error) {
-	sent, err := c.conn.Send(req)
-	if err != nil {
-		return nil, false, err
-	}
-	size := 0
-	for m, err := range c.conn.ReceiveIter() {
-		if err != nil {
-			return nil, false, err
-		}
-		if err := netlink.Validate(sent, []netlink.Message{m}); err != nil {
-			return nil, false, err
-		}
-		intr = intr || m.Header.Flags&netlink.DumpInterrupted != 0
-		if m.Header.Type == netlink.Error {
-			continue // an ACK
-		}
-		size += len(m.Data)
-		if size > maxBytes || len(out) >= maxMsgs {
-			return nil, false, errDumpOverflow
-		}
-		out = append(out, m)
-	}
-	return out, intr, nil
+	return rdmanl.DumpWithin(ctx, c.conn, req, maxBytes, maxMsgs)
 }
 
 func (c *nldevClient) devices(ctx context.Context) ([]nlDevice, error) {
