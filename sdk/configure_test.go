@@ -51,3 +51,28 @@ func TestConfigureRejectionKeepsThePluginsMessage(t *testing.T) {
 		t.Fatalf("status %v %q", st.Code(), st.Message())
 	}
 }
+
+// versionSeen keeps the host version its Configure was given.
+type versionSeen struct {
+	configurable
+	host string
+}
+
+func (v *versionSeen) Configure(_ context.Context, cfg sdk.Config) error {
+	v.host = cfg.HostAPIVersion
+	return nil
+}
+
+// Config.HostAPIVersion is what the host says it implements, and 1.0.0 for
+// a host that says nothing (every host before 1.2.0).
+func TestConfigureTellsTheHostsVersion(t *testing.T) {
+	for sent, want := range map[string]string{"1.2.0": "1.2.0", "1.7.3": "1.7.3", "": "1.0.0"} {
+		p := &versionSeen{}
+		if _, err := sdkhook.NewServer(p, nil).Configure(context.Background(), &pluginv1.ConfigureRequest{HostApiVersion: sent}); err != nil {
+			t.Fatal(err)
+		}
+		if p.host != want {
+			t.Errorf("host_api_version %q: the plugin saw %q, want %q", sent, p.host, want)
+		}
+	}
+}

@@ -140,6 +140,13 @@ type Config struct {
 	Filter *metricfilter.Filter
 	// MetricPrefix is prepended to every family name by the Writer.
 	MetricPrefix string
+	// HostAPIVersion is the protocol version the host implements,
+	// MAJOR.MINOR.PATCH. Hosts before 1.2.0 do not say; for them it is
+	// "1.0.0", the oldest they can be. What a minor version added to what
+	// plugins send (a field, an enum value) is for hosts of that minor or
+	// later: an older host drops what it does not know. The SDK's own
+	// Writer needs no check today (docs/plugin-protocol.md, Versioning).
+	HostAPIVersion string
 
 	// raw is the plugin's section of the host configuration file; Decode
 	// reads it.

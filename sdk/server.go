@@ -87,10 +87,11 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 	}
 	var warnings []string
 	cfg := Config{
-		warnings:     &warnings,
-		raw:          req.GetConfig(),
-		Filter:       filter,
-		MetricPrefix: req.GetMetricPrefix(),
+		warnings:       &warnings,
+		raw:            req.GetConfig(),
+		Filter:         filter,
+		MetricPrefix:   req.GetMetricPrefix(),
+		HostAPIVersion: orDefault(req.GetHostApiVersion(), "1.0.0"),
 		Paths: Paths{
 			Sysfs:  orDefault(req.GetPaths().GetSysfs(), "/sys"),
 			Procfs: orDefault(req.GetPaths().GetProcfs(), "/proc"),

@@ -9,6 +9,7 @@ import (
 	"github.com/plexporter/plexporter/internal/sdkhook"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
+	"github.com/plexporter/plexporter/sdk/transport"
 )
 
 // Config builds the sdk.Config the host would send at Configure, for tests
@@ -34,7 +35,7 @@ func Config(t testing.TB, raw map[string]any, paths sdk.Paths) sdk.Config {
 	if paths.Rootfs == "" {
 		paths.Rootfs = "/"
 	}
-	return sdkhook.WithConfigSection(sdk.Config{Filter: f, Paths: paths}, s).(sdk.Config)
+	return sdkhook.WithConfigSection(sdk.Config{Filter: f, Paths: paths, HostAPIVersion: transport.APIVersion}, s).(sdk.Config)
 }
 
 // Configure calls p's Configure as the host would, with Config(t, raw,

@@ -145,6 +145,7 @@ func Client(t testing.TB, p sdk.Plugin, opts Options) *Conn {
 		DisabledMetrics: opts.DisabledMetrics,
 		MetricPrefix:    opts.MetricPrefix,
 		Paths:           &pluginv1.Paths{Sysfs: opts.Sysfs, Procfs: opts.Procfs, Rootfs: opts.Rootfs},
+		HostApiVersion:  transport.APIVersion,
 	})
 	if err != nil {
 		t.Fatalf("configure: %v", err)

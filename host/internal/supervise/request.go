@@ -3,6 +3,7 @@ package supervise
 import (
 	"github.com/plexporter/plexporter/host/internal/launch"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk/transport"
 )
 
 // LaunchOptions say how launch starts a plugin with these settings.
@@ -18,6 +19,7 @@ func (s Settings) ConfigureRequest() *pluginv1.ConfigureRequest {
 		DisabledMetrics: s.Disabled,
 		MetricPrefix:    s.MetricPrefix,
 		Paths:           s.Paths,
+		HostApiVersion:  transport.APIVersion,
 	}
 }
 

@@ -373,9 +373,14 @@ type ConfigureRequest struct {
 	// Prefix added to every family name the plugin emits (e.g. "crusoe_vm_").
 	MetricPrefix string `protobuf:"bytes,4,opt,name=metric_prefix,json=metricPrefix,proto3" json:"metric_prefix,omitempty"`
 	// Filesystem roots, node_exporter style; plugins read kernel state under them.
-	Paths         *Paths `protobuf:"bytes,5,opt,name=paths,proto3" json:"paths,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Paths *Paths `protobuf:"bytes,5,opt,name=paths,proto3" json:"paths,omitempty"`
+	// The api_version the host implements, MAJOR.MINOR.PATCH (since 1.2.0;
+	// empty from older hosts, which a plugin takes as 1.0.0). A plugin sends
+	// what a minor version added to the messages it sends only to a host whose
+	// minor has it: an older host drops what it does not know.
+	HostApiVersion string `protobuf:"bytes,6,opt,name=host_api_version,json=hostApiVersion,proto3" json:"host_api_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ConfigureRequest) Reset() {
@@ -441,6 +446,13 @@ func (x *ConfigureRequest) GetPaths() *Paths {
 		return x.Paths
 	}
 	return nil
+}
+
+func (x *ConfigureRequest) GetHostApiVersion() string {
+	if x != nil {
+		return x.HostApiVersion
+	}
+	return ""
 }
 
 type Paths struct {
@@ -995,13 +1007,14 @@ const file_plexporter_plugin_v1_plugin_proto_rawDesc = "" +
 	"\fcapabilities\x18\x01 \x03(\tR\fcapabilities\x12&\n" +
 	"\x0fread_only_paths\x18\x02 \x03(\tR\rreadOnlyPaths\x12(\n" +
 	"\x10read_write_paths\x18\x03 \x03(\tR\x0ereadWritePaths\x12\x18\n" +
-	"\adevices\x18\x04 \x03(\tR\adevices\"\xef\x01\n" +
+	"\adevices\x18\x04 \x03(\tR\adevices\"\x99\x02\n" +
 	"\x10ConfigureRequest\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x06config\x12'\n" +
 	"\x0fenabled_metrics\x18\x02 \x03(\tR\x0eenabledMetrics\x12)\n" +
 	"\x10disabled_metrics\x18\x03 \x03(\tR\x0fdisabledMetrics\x12#\n" +
 	"\rmetric_prefix\x18\x04 \x01(\tR\fmetricPrefix\x121\n" +
-	"\x05paths\x18\x05 \x01(\v2\x1b.plexporter.plugin.v1.PathsR\x05paths\"M\n" +
+	"\x05paths\x18\x05 \x01(\v2\x1b.plexporter.plugin.v1.PathsR\x05paths\x12(\n" +
+	"\x10host_api_version\x18\x06 \x01(\tR\x0ehostApiVersion\"M\n" +
 	"\x05Paths\x12\x14\n" +
 	"\x05sysfs\x18\x01 \x01(\tR\x05sysfs\x12\x16\n" +
 	"\x06procfs\x18\x02 \x01(\tR\x06procfs\x12\x16\n" +
