@@ -68,6 +68,9 @@ func connSpec(bounds []float64) (*ebpf.CollectionSpec, error) {
 	if err := spec.Variables["nr_bounds"].Set(uint32(len(bounds))); err != nil {
 		return nil, fmt.Errorf("set nr_bounds: %w", err)
 	}
+	if err := setKprobeKernelVersion(spec); err != nil {
+		return nil, err
+	}
 	return spec, nil
 }
 

@@ -141,6 +141,14 @@ int BPF_PROG(tpbtf_block_rq_issue, struct request *rq)
 		return 0;
 	__u64 key = (__u64)rq;
 	__u64 now = bpf_ktime_get_ns();
+	/* A request's entry outlives its completion (zeroed there, below), and
+	 * blk-mq reuses its requests: most issues find their key and store in
+	 * place, cheaper than an update (which replaces the element). */
+	__u64 *start = bpf_map_lookup_elem(&start_by_request, &key);
+	if (start) {
+		*start = now;
+		return 0;
+	}
 	if (bpf_map_update_elem(&start_by_request, &key, &now, BPF_ANY))
 		count_error(DISK_ERR_START_UPDATE);
 	return 0;
@@ -156,10 +164,14 @@ int BPF_PROG(tpbtf_block_rq_complete, struct request *rq, int error, unsigned in
 		return 0;
 	__u64 key = (__u64)rq;
 	__u64 *start = bpf_map_lookup_elem(&start_by_request, &key);
-	if (!start)
+	if (!start || !*start)
 		return 0;
 	__u64 latency = bpf_ktime_get_ns() - *start;
-	bpf_map_delete_elem(&start_by_request, &key);
+	/* Consumed: zeroed in place instead of deleted, which spares a hash
+	 * operation per request. The entry stays until the request's next
+	 * issue overwrites it (blk-mq reuses a fixed pool of requests, so the
+	 * keys are few) or the LRU evicts it. */
+	*start = 0;
 	struct gendisk *disk = rq->q->disk;
 	if (!disk)
 		return 0;
@@ -202,9 +214,12 @@ int tp_block_rq_complete(struct trace_event_raw_block_rq_completion *ctx)
 {
 	struct sector_key key = {.sector = ctx->sector, .dev = ctx->dev};
 	__u64 *start = bpf_map_lookup_elem(&start_by_sector, &key);
-	if (!start)
+	if (!start || !*start)
 		return 0;
 	__u64 latency = bpf_ktime_get_ns() - *start;
+	/* Deleted, not zeroed as in tp_btf mode: sectors are not a small
+	 * reused set like requests, so a zeroed entry would only crowd the
+	 * LRU. */
 	bpf_map_delete_elem(&start_by_sector, &key);
 	int op = rwbs_op(ctx->rwbs);
 	if (op < 0)
