@@ -159,4 +159,3 @@ func checkEBPFConnections(l *lab) error {
 	}
 	return errors.Join(errs...)
 }
-
