@@ -21,6 +21,7 @@ import (
 //	102  a login session, in no job: uverbs0, nvme0
 //	103  job 4242 again (v1, another step): uverbs0 once more, a data file
 //	104  job 88: uverbs9 (no such device in sysfs), a regular file /tmp/nvme0
+//	105  a Kubernetes pod's container (systemd driver), in no job: uverbs0
 func procJobs(t *testing.T) (sysfs, procfs string) {
 	root := sdktest.Unpack(t, "testdata/procjobs.ttar")
 	return filepath.Join(root, "sys"), filepath.Join(root, "proc")
@@ -186,7 +187,7 @@ func TestCgroupJobsCgroupUnreadable(t *testing.T) {
 		`attribution_collection_errors_total{collector="cgroup_jobs"} 1`,
 		`attribution_unreadable_fd_dirs_total 0`,
 	)
-	want := "1 of 5 processes: their cgroup is not known (open " + cg + ": permission denied)"
+	want := "1 of 6 processes: their cgroup is not known (open " + cg + ": permission denied)"
 	if len(res.Errors) != 1 || res.Errors[0].Message != want {
 		t.Errorf("errors %+v, want one saying %q", res.Errors, want)
 	}
