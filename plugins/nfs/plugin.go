@@ -19,7 +19,6 @@ type plugin struct {
 	namer      *volumeNamer
 	ops        []string
 	port       uint64
-	pins       pinned // the procfs paths above, held open (pin_linux.go)
 
 	mu      sync.Mutex
 	errors  map[string]float64 // cumulative, by collector
@@ -58,8 +57,6 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 		return fmt.Errorf("volume_id_regex: %w", err)
 	}
 	p.mountstats, p.netDir, p.namer, p.ops, p.port = c.MountstatsPath, c.NetDir, namer, c.Operations, c.ServerPort
-	p.pins.release()
-	p.pins = pin(c.MountstatsPath, filepath.Join(filepath.Dir(c.MountstatsPath), "mountinfo"), c.NetDir)
 	return nil
 }
 
