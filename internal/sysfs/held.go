@@ -128,9 +128,14 @@ func (d *Dir) Path() string { return d.path }
 // opened: what RefreshIfChanged saves shows in it.
 func (d *Dir) Listings() uint64 { return d.listings }
 
-// Names is the last listing (Refresh) in name order; the slice is shared
-// and valid until the next Refresh.
+// Names is the last listing (Refresh) in name order. The slice is shared
+// and never modified: a listing that changes the names makes a new one,
+// so a caller may keep it past the next Refresh.
 func (d *Dir) Names() []string { return d.names }
+
+// Has reports whether the last listing has name (a lookup that, unlike a
+// failed Sub or Read, makes no error).
+func (d *Dir) Has(name string) bool { return d.entries[name] != nil }
 
 // Numbered is Numbered's selection over the last listing: the names that
 // are prefix followed by a canonical decimal number, in numeric order.
@@ -233,7 +238,7 @@ func (d *Dir) sweep(changed bool) {
 	if !changed {
 		return
 	}
-	d.names = d.names[:0]
+	d.names = make([]string, 0, len(d.entries)) // never the old array: callers may hold it (Names)
 	for name := range d.entries {
 		d.names = append(d.names, name)
 	}

@@ -316,3 +316,30 @@ func TestRefreshIfChangedRacyStamp(t *testing.T) {
 		t.Errorf("a trusted, unchanged stamp was listed again")
 	}
 }
+
+// A listing that changes the names makes a new Names slice: one a caller
+// kept from before still says what it said.
+func TestDirNamesAreNeverModified(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "b", "1\n")
+	write(t, root, "c", "1\n")
+	d, err := OpenDir(root, NewFDBudgetOf(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var buf Buffer
+	refresh(t, d, &buf)
+	kept := d.Names()
+	if err := os.Remove(filepath.Join(root, "c")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, "a", "1\n")
+	refresh(t, d, &buf)
+	if want := []string{"b", "c"}; !slices.Equal(kept, want) {
+		t.Errorf("a kept listing changed to %v, want %v", kept, want)
+	}
+	if want := []string{"a", "b"}; !slices.Equal(d.Names(), want) || !d.Has("a") || d.Has("c") {
+		t.Errorf("Names = %v, Has(a) %v, Has(c) %v; want %v", d.Names(), d.Has("a"), d.Has("c"), want)
+	}
+}

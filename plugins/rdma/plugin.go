@@ -208,11 +208,11 @@ func (p *plugin) collectNetlink(ctx context.Context, w *sdk.Writer, devs []devic
 
 // nlPort is a port sysfs listed on a device RDMA netlink also reports.
 type nlPort struct {
-	device  string          // the device label
-	index   uint32          // the device's netlink index
-	num     uint32          // the port number
-	label   string          // num, as the port label
-	hwNames map[string]bool // sysfs's hw_counters/ names (sysfs wins over netlink)
+	device  string // the device label
+	index   uint32 // the device's netlink index
+	num     uint32 // the port number
+	label   string // num, as the port label
+	hwNames names  // sysfs's hw_counters/ names (sysfs wins over netlink)
 }
 
 // netlinkPorts yields the ports of devs, in their order, whose device
@@ -281,7 +281,7 @@ func (p *plugin) collectOptional(ctx context.Context, w *sdk.Writer, c *nldevCli
 				continue
 			}
 			desc, mapped := optionalDescs[name]
-			if !mapped || pt.hwNames[name] {
+			if !mapped || pt.hwNames.has(name) {
 				continue // unmapped names only show on rdma_optional_counter_enabled
 			}
 			w.Counter(desc, float64(v), pt.device, pt.label)

@@ -31,7 +31,16 @@ type portData struct {
 	counters            []counterSample // counters/ then hw_counters/, without lifespan
 	lifespan            uint64
 	hasLifespan         bool
-	hwNames             map[string]bool // names seen in hw_counters/ (sysfs wins over netlink)
+	hwNames             names // the names in hw_counters/ (sysfs wins over netlink)
+}
+
+// names is a directory listing in name order (sysfs.Dir.Names: never
+// modified, so a port keeps its directory's without a copy).
+type names []string
+
+func (n names) has(name string) bool {
+	_, found := slices.BinarySearch(n, name)
+	return found
 }
 
 type deviceData struct {
@@ -55,6 +64,7 @@ type heldDevice struct {
 	rdmasysfs.Identity
 	ident deviceIdent
 	dir   *sysfs.Dir
+	seen  map[string]bool // scratch for port: the counter names read so far
 }
 
 // deviceIdent is the device identity node_exporter's infiniband collector
@@ -172,11 +182,13 @@ func (r *sysfsReader) device(ctx context.Context, name string) *deviceData {
 		}
 		return d
 	}
-	for _, e := range portsDir.Numbered("") {
+	ports := portsDir.Numbered("")
+	d.ports = make([]portData, 0, len(ports))
+	for _, e := range ports {
 		if ctx.Err() != nil {
 			return d
 		}
-		d.ports = append(d.ports, r.port(d, portsDir, e, &buf))
+		d.ports = append(d.ports, r.port(d, portsDir, e, h.seen, &buf))
 	}
 	return d
 }
@@ -202,7 +214,7 @@ func (r *sysfsReader) held(name string, st os.FileInfo) (*heldDevice, error) {
 		r.mu.Unlock()
 		return nil, err
 	}
-	h = &heldDevice{ino: ino, Identity: r.class.Identify(name), ident: r.readIdent(name), dir: dir}
+	h = &heldDevice{ino: ino, Identity: r.class.Identify(name), ident: r.readIdent(name), dir: dir, seen: map[string]bool{}}
 	r.mu.Lock()
 	r.cache[name] = h
 	r.mu.Unlock()
@@ -235,8 +247,10 @@ func refreshedSub(dir *sysfs.Dir, name string, buf *sysfs.Buffer) (*sysfs.Dir, e
 
 // port reads one port through its held directory (the refreshed portsDir
 // lists it as e).
-func (r *sysfsReader) port(d *deviceData, portsDir *sysfs.Dir, e sysfs.Entry, buf *sysfs.Buffer) portData {
-	p := portData{num: e.Num, hwNames: map[string]bool{}}
+// seen is the device's scratch set of the counter names read so far
+// (cleared here), reused for every port of every collect.
+func (r *sysfsReader) port(d *deviceData, portsDir *sysfs.Dir, e sysfs.Entry, seen map[string]bool, buf *sysfs.Buffer) portData {
+	p := portData{num: e.Num}
 	dir, err := portsDir.Sub(e.Name)
 	if err == nil {
 		err = dir.RefreshIfChanged(buf)
@@ -264,7 +278,7 @@ func (r *sysfsReader) port(d *deviceData, portsDir *sysfs.Dir, e sysfs.Entry, bu
 	// counters_ext/ first: where it exists (kernels before 4.5, mlx4) it
 	// holds the 64-bit PMA counters while counters/ saturates at 32 bits
 	// (a port_rcv_data stuck at 4294967295), so its values win.
-	seen := map[string]bool{}
+	clear(seen)
 	r.readCounters(d, &p, dir, "counters_ext", countersExt, seen, buf)
 	r.readCounters(d, &p, dir, "counters", countersStd, seen, buf)
 	r.readCounters(d, &p, dir, "hw_counters", countersHW, seen, buf)
@@ -304,6 +318,9 @@ var extNames = map[string]string{
 // directory port.
 func (r *sysfsReader) readCounters(d *deviceData, p *portData, port *sysfs.Dir, sub string, kind counterDir, seen map[string]bool, buf *sysfs.Buffer) {
 	hw := kind == countersHW
+	if !port.Has(sub) {
+		return // counters_ext/ exists only on old kernels, hw_counters/ only with a driver that has them
+	}
 	dir, err := port.Sub(sub)
 	if err == nil {
 		err = dir.RefreshIfChanged(buf)
@@ -314,10 +331,11 @@ func (r *sysfsReader) readCounters(d *deviceData, p *portData, port *sysfs.Dir, 
 		}
 		return
 	}
+	if hw {
+		p.hwNames = dir.Names()
+	}
+	p.counters = slices.Grow(p.counters, len(dir.Names()))
 	for _, name := range dir.Names() {
-		if hw {
-			p.hwNames[name] = true
-		}
 		v, err := dir.ReadCounter(name, buf)
 		if errors.Is(err, sysfs.ErrNotAvailable) {
 			continue // the device has no PMA: the counter does not exist
