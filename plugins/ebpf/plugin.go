@@ -61,7 +61,7 @@ func (p *plugin) Info() sdk.Info {
 		Metrics: catalogue,
 		Sandbox: sdk.SandboxHints{
 			Capabilities:  []string{"CAP_BPF", "CAP_PERFMON"},
-			ReadOnlyPaths: []string{"/sys/kernel/btf", "/sys/devices/system/cpu/possible", "/proc/self/mountinfo", "/sys/bus/event_source/devices", "/sys/dev/block", "/proc/self/mounts"},
+			ReadOnlyPaths: []string{"/sys/kernel/btf", "/sys/devices/system/cpu/possible", "/proc/self/mountinfo", "/sys/devices/kprobe", "/sys/dev/block", "/proc/self/mounts"},
 		},
 	}
 }
