@@ -85,7 +85,7 @@ func (p *plugin) Info() sdk.Info {
 		Metrics: catalogue,
 		Sandbox: sdk.SandboxHints{
 			Capabilities:  []string{"CAP_DAC_OVERRIDE"},
-			ReadOnlyPaths: []string{"/sys/bus/pci/devices", "/sys/class/infiniband", "/sys/class/infiniband_verbs", "/sys/class/net", "/sys/class/nvme", "/sys/devices"},
+			ReadOnlyPaths: []string{"/sys/bus/pci/devices", "/sys/class/infiniband", "/sys/class/net", "/sys/class/nvme", "/sys/devices"},
 		},
 	}
 }
@@ -195,7 +195,11 @@ func (p *plugin) writeCgroupJobs(w *sdk.Writer, res resolver, c *cgroupJobs) {
 	}
 	if s.Unreadable > 0 {
 		p.unreadable.addN("", s.Unreadable)
-		p.fail(w, collectorCgroupJobs, fmt.Errorf("%d of %d processes of Slurm jobs: their devices are not known (%w)", s.Unreadable, s.JobProcesses, s.UnreadableErr))
+		hint := ""
+		if errors.Is(s.UnreadableErr, fs.ErrPermission) {
+			hint = ": reading other users' fds needs CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, and no Landlock sandbox (README.md, What it needs)"
+		}
+		p.fail(w, collectorCgroupJobs, fmt.Errorf("%d of %d processes of Slurm jobs: their devices are not known (%w)%s", s.Unreadable, s.JobProcesses, s.UnreadableErr, hint))
 	}
 	if s.CgroupUnreadable > 0 {
 		p.fail(w, collectorCgroupJobs, fmt.Errorf("%d of %d processes: their cgroup is not known (%w)", s.CgroupUnreadable, s.ProcessesRead, s.CgroupErr))

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The attribution plugin's process scans, against rping over rxe0 in a
+// cgroup named as Slurm's cgroup v2 plugin names a job's step.
+const (
+	slurmJobID  = "4242"
+	slurmStepCg = "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_" + slurmJobID + "/step_0"
+	// unsandboxedURL is the second host attribution checks start: the
+	// plugin unsandboxed (--no-plugin.sandbox), because in the sandbox's
+	// PID namespace the kernel shows it no other process's queue pairs and
+	// Landlock refuses it other processes' /proc/<pid>/fd (the plugin's
+	// README, The sandbox). The installed host's sandboxed plugin is
+	// scraped too, and what it sees is noted.
+	unsandboxedAddr = "127.0.0.1:9881"
+)
+
+// rpingJob is an rping server and client over rxe0, both in the job's
+// step cgroup, pinging until stopped.
+type rpingJob struct{ server, client *exec.Cmd }
+
+// startRpingJob starts the pair in slurmStepCg (made if missing): each is
+// started by a shell that moves itself into the cgroup and then execs
+// rping, so that rping's queue pairs are created by a process in the job.
+func startRpingJob() (*rpingJob, error) {
+	if err := os.MkdirAll(slurmStepCg, 0o755); err != nil {
+		return nil, fmt.Errorf("make the job's cgroup (cgroup2 at /sys/fs/cgroup, test/lab/init): %w", err)
+	}
+	inJob := func(args ...string) *exec.Cmd {
+		return exec.Command("sh", append([]string{"-c", `echo $$ >"$0"/cgroup.procs && exec "$@"`, slurmStepCg, "rping"}, args...)...)
+	}
+	j := &rpingJob{server: inJob("-s", "-a", rxeAddr, "-p", "7174")}
+	if err := j.server.Start(); err != nil {
+		return nil, fmt.Errorf("rping server: %w", err)
+	}
+	time.Sleep(2 * time.Second) // the server's listen before the client connects
+	// No -C: ping until killed, so the queue pairs exist at every scrape.
+	j.client = inJob("-c", "-a", rxeAddr, "-p", "7174", "-S", "64")
+	if err := j.client.Start(); err != nil {
+		j.stop()
+		return nil, fmt.Errorf("rping client: %w", err)
+	}
+	// The connection (and its queue pairs) is up once rdma lists the
+	// client's; under TCG that takes seconds.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+		qps, err := rdmaQPs()
+		if err == nil && qps.count(j.pids(), rxeDevice, rxePort) >= 2 {
+			return j, nil
+		}
+		if time.Now().After(deadline) {
+			j.stop()
+			return nil, fmt.Errorf("rping's queue pairs not listed by rdma resource show qp after 30 s (%v)", err)
+		}
+	}
+}
+
+func (j *rpingJob) pids() map[int]bool {
+	out := map[int]bool{}
+	for _, c := range []*exec.Cmd{j.server, j.client} {
+		if c != nil && c.Process != nil {
+			out[c.Process.Pid] = true // the shell exec'd rping: same pid
+		}
+	}
+	return out
+}
+
+func (j *rpingJob) stop() {
+	for _, c := range []*exec.Cmd{j.client, j.server} {
+		if c != nil && c.Process != nil {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}
+}
+
+// rdmaQP is one queue pair of `rdma -j resource show qp`.
+type rdmaQP struct {
+	IfName string `json:"ifname"`
+	Port   int    `json:"port"`
+	LQPN   int    `json:"lqpn"`
+	PID    int    `json:"pid"`
+	Comm   string `json:"comm"`
+}
+
+type rdmaQPList []rdmaQP
+
+func rdmaQPs() (rdmaQPList, error) {
+	out, err := run("rdma", "-j", "resource", "show", "qp")
+	if err != nil {
+		return nil, err
+	}
+	var qps rdmaQPList
+	if err := json.Unmarshal([]byte(out), &qps); err != nil {
+		return nil, fmt.Errorf("rdma -j resource show qp: %w: %.200q", err, out)
+	}
+	return qps, nil
+}
+
+// count is the number of queue pairs of the pids on device and port.
+func (qps rdmaQPList) count(pids map[int]bool, device, port string) int {
+	n := 0
+	for _, q := range qps {
+		if pids[q.PID] && q.IfName == device && strconv.Itoa(q.Port) == port {
+			n++
+		}
+	}
+	return n
+}
+
+// unsandboxedHost starts a second host with only the attribution plugin,
+// unsandboxed, configured by cfg (YAML under plugins.attribution.config),
+// and returns a scraper for it and its stop function.
+func unsandboxedHost(cfg string) (*scraper, func(), error) {
+	dir, err := os.MkdirTemp("/run", "plexporter-attribution-")
+	if err != nil {
+		return nil, nil, err
+	}
+	os.Chmod(dir, 0o755)
+	plugins := filepath.Join(dir, "plugins")
+	if err := os.Mkdir(plugins, 0o755); err != nil {
+		return nil, nil, err
+	}
+	for _, f := range []string{"plexporter-attribution", "plexporter-attribution.yaml"} {
+		b, err := os.ReadFile(filepath.Join(pluginDir, f))
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := os.WriteFile(filepath.Join(plugins, f), b, 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	config := filepath.Join(dir, "plexporter.yml")
+	if err := os.WriteFile(config, []byte("plugins:\n  attribution:\n    config:\n"+cfg), 0o644); err != nil {
+		return nil, nil, err
+	}
+	log, err := os.Create("/mnt/host/out/plexporter-attribution-unsandboxed.log")
+	if err != nil {
+		log, _ = os.Create(filepath.Join(dir, "log"))
+	}
+	cmd := exec.Command("/usr/bin/plexporter", "--no-plugin.sandbox", "--plugin.dir="+plugins, "--config.file="+config,
+		"--web.listen-address="+unsandboxedAddr, "--plugin.start-timeout=60s", "--plugin.runtime-dir="+filepath.Join(dir, "run"))
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	stop := func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		log.Close()
+		os.RemoveAll(dir)
+	}
+	s := newScraper("http://" + unsandboxedAddr + "/metrics")
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(2 * time.Second) {
+		e, err := s.scrape()
+		if err == nil {
+			if up, _ := e.value("plexporter_plugin_up", "plugin", "attribution"); up == 1 {
+				return s, stop, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, nil, fmt.Errorf("the unsandboxed host's attribution plugin not up after 90 s (%v; out/plexporter-attribution-unsandboxed.log)", err)
+		}
+	}
+}
+
+// checkAttributionQPOwner: rping's queue pairs on rxe0 port 1, created by
+// processes in job 4242's cgroup, are one rdma_qp_owner_info series with
+// job_id 4242, and rdma_qp_owner_queue_pairs is the number of them that
+// `rdma resource show qp` lists for rping's pids. The plugin runs
+// unsandboxed in a second host; the installed host's sandboxed plugin's
+// view is noted.
+func checkAttributionQPOwner(l *lab) error {
+	job, err := startRpingJob()
+	if err != nil {
+		return err
+	}
+	defer job.stop()
+	s, stop, err := unsandboxedHost("      pod_resources_socket: \"\"\n      rdma_qp_owners: true\n")
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	e, err := s.scrape()
+	if err != nil {
+		return err
+	}
+	qps, err := rdmaQPs()
+	if err != nil {
+		return err
+	}
+	want := qps.count(job.pids(), rxeDevice, rxePort)
+	var errs []error
+	owner := []string{"device", rxeDevice, "port", rxePort, "job_id", slurmJobID, "pod_uid", ""}
+	if info := e.series("rdma_qp_owner_info", owner...); len(info) != 1 {
+		errs = append(errs, fmt.Errorf("%d series rdma_qp_owner_info{%s}, want 1 (all: %s)", len(info), pairs(owner), describe(e, "rdma_qp_owner_info")))
+	}
+	if got, err := e.value("rdma_qp_owner_queue_pairs", owner...); err != nil {
+		errs = append(errs, err)
+	} else if int(got) != want {
+		errs = append(errs, fmt.Errorf("rdma_qp_owner_queue_pairs{%s} = %v, rdma resource show qp lists %d queue pairs of rping's pids %v", pairs(owner), got, want, keys(job.pids())))
+	}
+	if n, err := e.value("attribution_collection_errors_total", "collector", "rdma_qp_owners"); err != nil || n != 0 {
+		errs = append(errs, fmt.Errorf("attribution_collection_errors_total{collector=\"rdma_qp_owners\"} = %v (%v), want 0", n, err))
+	}
+	l.note("unsandboxed: %s; rdma resource show qp: %d QPs of rping (pids %v) on %s/%s, %d in all", describe(e, "rdma_qp_owner_queue_pairs"), want, keys(job.pids()), rxeDevice, rxePort, len(qps))
+
+	// The installed host's plugin, sandboxed (test/lab/plexporter.yml
+	// grants it RDMA netlink and {procfs}).
+	if se, err := l.s.scrape(); err != nil {
+		l.note("sandboxed: %v", err)
+	} else {
+		errsSandboxed, _ := se.value("attribution_collection_errors_total", "collector", "rdma_qp_owners")
+		l.note("sandboxed: %s, %v rdma_qp_owners errors", describe(se, "rdma_qp_owner_queue_pairs"), errsSandboxed)
+	}
+	return errors.Join(errs...)
+}
+
+// checkAttributionCgroupJobs: rping holds rxe0's verbs device
+// (/dev/infiniband/uverbs0) open from job 4242's cgroup, which
+// device_cgroup_job_info{device_kind="rdma",device="rxe0",job_id="4242"}
+// says; the plugin unsandboxed as in checkAttributionQPOwner, the
+// sandboxed one's view noted.
+func checkAttributionCgroupJobs(l *lab) error {
+	job, err := startRpingJob()
+	if err != nil {
+		return err
+	}
+	defer job.stop()
+	s, stop, err := unsandboxedHost("      pod_resources_socket: \"\"\n      cgroup_jobs: true\n")
+	if err != nil {
+		return err
+	}
+	defer stop()
+	e, err := s.scrape()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	want := []string{"device_kind", "rdma", "device", rxeDevice, "job_id", slurmJobID}
+	if got := e.series("device_cgroup_job_info", want...); len(got) != 1 {
+		errs = append(errs, fmt.Errorf("%d series device_cgroup_job_info{%s}, want 1 (all: %s)", len(got), pairs(want), describe(e, "device_cgroup_job_info")))
+	}
+	for _, c := range [][]string{{"attribution_collection_errors_total", "collector", "cgroup_jobs"}, {"attribution_unreadable_fd_dirs_total"}} {
+		if n, err := e.value(c[0], c[1:]...); err != nil || n != 0 {
+			errs = append(errs, fmt.Errorf("%s{%s} = %v (%v), want 0", c[0], pairs(c[1:]), n, err))
+		}
+	}
+	var uverbs []string
+	for pid := range job.pids() {
+		fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+		for _, fd := range fds {
+			if t, err := os.Readlink(fd); err == nil && strings.HasPrefix(t, "/dev/infiniband/") {
+				uverbs = append(uverbs, fmt.Sprintf("%d:%s", pid, t))
+			}
+		}
+	}
+	l.note("unsandboxed: %s; rping's /dev/infiniband fds: %v", describe(e, "device_cgroup_job_info"), uverbs)
+	if se, err := l.s.scrape(); err == nil {
+		l.note("sandboxed (cgroup_jobs off there): %s", describe(se, "device_cgroup_job_info"))
+	}
+	return errors.Join(errs...)
+}
+
+// describe renders a family's series as name{labels} value, for notes.
+func describe(e exposition, name string) string {
+	var out []string
+	for _, m := range e[name].GetMetric() {
+		var ls []string
+		for _, lp := range m.GetLabel() {
+			ls = append(ls, fmt.Sprintf("%s=%q", lp.GetName(), lp.GetValue()))
+		}
+		out = append(out, fmt.Sprintf("%s{%s} %v", name, strings.Join(ls, ","), sampleValue(m)))
+	}
+	if len(out) == 0 {
+		return "no " + name
+	}
+	return strings.Join(out, " ")
+}
+
+func keys(m map[int]bool) []int {
+	var out []int
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
