@@ -22,7 +22,7 @@ import (
 //	103  job 4242 again (v1, another step): uverbs0 once more, a data file
 //	104  job 88: uverbs9 (no such device in sysfs), a regular file /tmp/nvme0
 //	105  a Kubernetes pod's container (systemd driver), in no job: uverbs0
-func procJobs(t *testing.T) (sysfs, procfs string) {
+func procJobs(t testing.TB) (sysfs, procfs string) {
 	root := sdktest.Unpack(t, "testdata/procjobs.ttar")
 	return filepath.Join(root, "sys"), filepath.Join(root, "proc")
 }
