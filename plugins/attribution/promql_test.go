@@ -22,7 +22,8 @@ import (
 
 // readmeResults are the results the README's PromQL examples must give
 // over the fixture (fixturePods, a job-mapping directory naming job 4242
-// on mlx5_2) and the synthetic series of promqlTarget: by the label
+// on mlx5_2, testdata/procjobs.ttar's processes with cgroup_jobs, the
+// queue pairs of fixtureRDMA) and the synthetic series of promqlTarget: by the label
 // named, the value. A rate over [5m] from a Prometheus that started
 // seconds ago is the increase it has seen divided by 300 s, so for the
 // rates only the proportions are checked (each within 10 % of the same
@@ -40,6 +41,11 @@ var readmeResults = map[string]struct {
 		"pod", map[string]float64{"db-0": 3}, false},
 	`device_allocatable_info{device_kind="pci"} unless on (instance, device) device_pod_info`: {
 		"device", map[string]float64{"0000:3b:00.3": 1}, false},
+	// Job 4242 is on mlx5_2 in both sources: the or keeps one series.
+	`sum by (job_id) (rate(rdma_port_rcv_errors_total[5m]) * on (instance, device) group_left (job_id) (device_job_info or on (instance, device, job_id) device_cgroup_job_info{device_kind="rdma"}))`: {
+		"job_id", map[string]float64{"4242": 10, "77": 5}, true},
+	`sum by (instance, job_id) (rdma_qp_owner_queue_pairs{job_id!=""})`: {
+		"job_id", map[string]float64{"4242": 3, "77": 1}, false},
 }
 
 var promqlBlock = regexp.MustCompile("(?s)```promql\n(.*?)\n```")
@@ -67,7 +73,11 @@ func TestREADMEPromQL(t *testing.T) {
 	k := fixtureKubelet(t)
 	jobs := t.TempDir()
 	writeFile(t, filepath.Join(jobs, "mlx5_2"), "4242\n")
-	res := sdktest.Run(t, newPlugin(), options(t, k, map[string]any{"job_mapping_dir": jobs}))
+	opts := options(t, k, map[string]any{"job_mapping_dir": jobs, "cgroup_jobs": true, "rdma_qp_owners": true})
+	opts.Sysfs, opts.Procfs = procJobs(t) // the sriov fixture's sysfs and more
+	p := newPlugin()
+	p.dial = fakeRDMAKernel(t, fixtureRDMA())
+	res := sdktest.Run(t, p, opts)
 	if len(res.Errors) != 0 {
 		t.Fatalf("errors %v", res.Errors)
 	}
@@ -117,7 +127,8 @@ func matches(got, want map[string]float64, rate bool) bool {
 
 // promqlTarget serves the plugin's exposition followed by the counters
 // of the other plugins that the examples join: transmit data of mlx5_2 and
-// mlx5_3 growing at 1000/s and 2000/s, receive errors of mlx5_2 at 10/s,
+// mlx5_3 growing at 1000/s and 2000/s, receive errors of mlx5_2 at 10/s
+// and of rxe0 at 5/s,
 // and nvme0's media errors at 3.
 func promqlTarget(t *testing.T, plugin string) string {
 	start := time.Now()
@@ -136,8 +147,9 @@ func promqlTarget(t *testing.T, plugin string) string {
 			"rdma_port_xmit_data_total{device=\"mlx5_3\",port=\"1\"} %g\n"+
 			"# TYPE rdma_port_rcv_errors_total counter\n"+
 			"rdma_port_rcv_errors_total{device=\"mlx5_2\",port=\"1\"} %g\n"+
+			"rdma_port_rcv_errors_total{device=\"rxe0\",port=\"1\"} %g\n"+
 			"# TYPE nvme_media_errors_total counter\n"+
-			"nvme_media_errors_total{device=\"nvme0\"} 3\n", 1000*s, 2000*s, 10*s)
+			"nvme_media_errors_total{device=\"nvme0\"} 3\n", 1000*s, 2000*s, 10*s, 5*s)
 	})}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
