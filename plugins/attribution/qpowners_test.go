@@ -255,3 +255,29 @@ func FuzzParseQPDump(f *testing.F) {
 		}
 	})
 }
+
+// TestNewSourcesAllowlistPushdown: with their families disabled, neither
+// the process scan nor RDMA netlink runs, and the error and limit
+// counters of the configured sources are still written.
+func TestNewSourcesAllowlistPushdown(t *testing.T) {
+	opts := cgroupJobsOptions(t, map[string]any{"rdma_qp_owners": true})
+	opts.DisabledMetrics = []string{"device_cgroup_job_info", "rdma_qp_owner_info", "rdma_qp_owner_queue_pairs"}
+	p := newPlugin()
+	dialed := false
+	p.dial = func() (rdmanl.Conn, error) { dialed = true; return nil, errors.New("dialed") }
+	p.proc = flakyProcfs{listed: func(dir string) { t.Errorf("the scan listed %s with device_cgroup_job_info disabled", dir) }}
+	res := sdktest.Run(t, p, opts)
+	if res.Status != nil || len(res.Errors) != 0 {
+		t.Fatalf("status %v, errors %v", res.Status, res.Errors)
+	}
+	text := res.Text(t)
+	if dialed {
+		t.Error("RDMA netlink dialled with the rdma_qp_owner families disabled")
+	}
+	sdktest.Contains(t, text,
+		`attribution_collection_errors_total{collector="cgroup_jobs"} 0`,
+		`attribution_collection_errors_total{collector="rdma_qp_owners"} 0`,
+		`attribution_limit_reached_total{limit="rdma_qp_owners_max_series"} 0`,
+		`attribution_unreadable_fd_dirs_total 0`,
+	)
+}
