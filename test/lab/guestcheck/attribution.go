@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The attribution plugin's process scans, against rping over rxe0 in a
@@ -216,6 +219,11 @@ func checkAttributionQPOwner(l *lab) error {
 		errs = append(errs, fmt.Errorf("attribution_collection_errors_total{collector=\"rdma_qp_owners\"} = %v (%v), want 0", n, err))
 	}
 	l.note("unsandboxed: %s; rdma resource show qp: %d QPs of rping (pids %v) on %s/%s, %d in all", describe(e, "rdma_qp_owner_queue_pairs"), want, keys(job.pids()), rxeDevice, rxePort, len(qps))
+	if err := captureQPDump(qpCaptureDir, job); err != nil {
+		l.note("capture of the RES_QP_GET dump for plugins/attribution/testdata/nl-real: %v", err)
+	} else {
+		l.note("RES_QP_GET dump of %s captured in out/%s", rxeDevice, filepath.Base(qpCaptureDir))
+	}
 
 	// The installed host's plugin, sandboxed (test/lab/plexporter.yml
 	// grants it RDMA netlink and {procfs}).
@@ -272,6 +280,103 @@ func checkAttributionCgroupJobs(l *lab) error {
 		l.note("sandboxed (cgroup_jobs off there): %s", describe(se, "device_cgroup_job_info"))
 	}
 	return errors.Join(errs...)
+}
+
+// qpCaptureDir receives captureQPDump's files, for
+// plugins/attribution/testdata/nl-real.
+const qpCaptureDir = "/mnt/host/out/nl-res-qp"
+
+// captureQPDump records the kernel's raw answer to a RES_QP_GET dump of
+// rxe0, as the attribution plugin asks for it, with what iproute2 and
+// procfs say at the same moment: the fixture of the plugin's decoding test
+// on a real kernel. The files: req_res_qp_dump_rxe0.bin (the request) and
+// resp_res_qp_dump_rxe0.bin (every datagram of the answer, as received),
+// rdma-res-show-qp.json (`rdma -j resource show qp`), owners.txt (rping's
+// pids and their /proc/<pid>/cgroup).
+func captureQPDump(dir string, job *rpingJob) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	out, err := run("rdma", "-j", "dev", "show", rxeDevice)
+	if err != nil {
+		return err
+	}
+	var devs []struct {
+		Index  uint32 `json:"ifindex"`
+		IfName string `json:"ifname"`
+	}
+	if err := json.Unmarshal([]byte(out), &devs); err != nil || len(devs) != 1 {
+		return fmt.Errorf("rdma -j dev show %s: %v: %.200q", rxeDevice, err, out)
+	}
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 20) // NETLINK_RDMA
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return err
+	}
+	// nlmsghdr + RDMA_NLDEV_ATTR_DEV_INDEX (u32): type RDMA_NL_NLDEV<<10 |
+	// RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_REQUEST|NLM_F_ACK|NLM_F_DUMP.
+	req := make([]byte, 24)
+	binary.NativeEndian.PutUint32(req[0:], 24)
+	binary.NativeEndian.PutUint16(req[4:], 5<<10|10)
+	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_DUMP)
+	binary.NativeEndian.PutUint32(req[8:], 1)
+	binary.NativeEndian.PutUint16(req[16:], 8)
+	binary.NativeEndian.PutUint16(req[18:], 1)
+	binary.NativeEndian.PutUint32(req[20:], devs[0].Index)
+	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return err
+	}
+	var resp []byte
+	buf := make([]byte, 1<<16)
+	for done := false; !done; {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return err
+		}
+		resp = append(resp, buf[:n]...)
+		for b := buf[:n]; len(b) >= 16; {
+			l := int(binary.NativeEndian.Uint32(b))
+			if t := binary.NativeEndian.Uint16(b[4:]); t == unix.NLMSG_DONE || t == unix.NLMSG_ERROR {
+				done = true
+			}
+			if l < 16 || (l+3)&^3 > len(b) {
+				break
+			}
+			b = b[(l+3)&^3:]
+		}
+	}
+	show, err := run("rdma", "-j", "resource", "show", "qp")
+	if err != nil {
+		return err
+	}
+	var owners strings.Builder
+	fmt.Fprintf(&owners, "captured by test/lab/guestcheck (attribution/rdma-qp-owner) on %s, %s dev index %d\n", kernelRelease(), rxeDevice, devs[0].Index)
+	for _, pid := range keys(job.pids()) {
+		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		fmt.Fprintf(&owners, "rping pid %d cgroup %s", pid, cg)
+	}
+	for name, data := range map[string][]byte{
+		"req_res_qp_dump_rxe0.bin":  req,
+		"resp_res_qp_dump_rxe0.bin": resp,
+		"rdma-res-show-qp.json":     []byte(show),
+		"owners.txt":                []byte(owners.String()),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return "?"
+	}
+	return unix.ByteSliceToString(u.Release[:])
 }
 
 // describe renders a family's series as name{labels} value, for notes.
