@@ -89,7 +89,7 @@ type procScan struct {
 // processes are in a job): only the processes in a job's cgroup have
 // their /proc/<pid>/fd read, which needs ptrace-read access to them (the
 // scanner's user, or CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH for other
-// users' processes; README.md, The sandbox).
+// users' processes, and no Landlock domain; README.md, What it needs).
 //
 // At most maxPids processes are looked at, the lowest pids.
 // Processes and fds that vanish between two reads are skipped; fd
