@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -70,4 +72,47 @@ func closeAll(fds []int) {
 	for _, fd := range fds {
 		unix.Close(fd)
 	}
+}
+
+// netEntryWarnings names the grants that no Landlock rule can ever make
+// readable: anything below a /proc/<pid>/net directory (what
+// /proc/self/net/... and /proc/net/... resolve to). procfs looks those
+// entries up anew on every path walk (they never revalidate, so that a
+// setns(2) sees its new network namespace): each open meets a new inode,
+// held or not, reclaimed or not (measured, docs/design.md). The directory
+// itself is stable, and its rule covers everything below it.
+func netEntryWarnings(grants []string) []string {
+	var out []string
+	for _, g := range grants {
+		for _, p := range expand(g) {
+			var st unix.Statfs_t
+			if unix.Statfs(p, &st) != nil || st.Type != unix.PROC_SUPER_MAGIC {
+				continue
+			}
+			resolved, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				continue
+			}
+			if dir, ok := belowPIDNet(resolved); ok {
+				out = append(out, fmt.Sprintf("the grant %s (%s) is below %s, whose entries get a new inode at every lookup, so its Landlock rule never matches and the plugin is denied: grant the directory (e.g. {procfs}/self/net)", g, resolved, dir))
+			}
+		}
+	}
+	return out
+}
+
+// belowPIDNet reports whether path lies strictly below a <pid>/net
+// directory, and which.
+func belowPIDNet(path string) (string, bool) {
+	parts := strings.Split(path, "/")
+	for i := 1; i+1 < len(parts); i++ {
+		if parts[i] == "net" && isDigits(parts[i-1]) {
+			return strings.Join(parts[:i+1], "/"), true
+		}
+	}
+	return "", false
+}
+
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }

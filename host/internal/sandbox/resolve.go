@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,6 +62,7 @@ func Resolve(m *manifest.Manifest, binary, argv0 string, h Host) (spec *Spec, wa
 		}
 	}
 	s.ReadOnly, s.ReadWrite, s.Devices = m.Paths.ReadOnly, m.Paths.ReadWrite, m.Paths.Devices
+	warnings = append(warnings, netEntryWarnings(slices.Concat(s.ReadOnly, s.ReadWrite))...)
 	if m.Network != nil {
 		s.Network = *m.Network
 	}

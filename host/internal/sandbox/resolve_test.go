@@ -69,3 +69,28 @@ func TestResolveExpandsPlaceholdersToTheRoots(t *testing.T) {
 		t.Errorf("relative root: err = %v", err)
 	}
 }
+
+// A grant below /proc/<pid>/net can never match (measured through the
+// launcher on 6.18, docs/design.md): Resolve says so and names the fix; the
+// directory itself and other procfs paths are fine.
+func TestResolveWarnsAboutGrantsBelowProcNet(t *testing.T) {
+	m := manifest.Manifest{User: "nobody", Paths: manifest.Paths{
+		ReadOnly: manifest.PathList{"{procfs}/self/net/dev", "{procfs}/net/stat", "{procfs}/self/net", "{procfs}/sys/net/core", "{procfs}/self/mountinfo"},
+	}}
+	_, warnings, err := Resolve(&m, "/bin/true", "/x/plexporter-x", Host{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var about []string
+	for _, w := range warnings {
+		if strings.Contains(w, "never matches") {
+			about = append(about, w)
+			if !strings.Contains(w, "grant the directory") {
+				t.Errorf("the warning must say what to grant: %q", w)
+			}
+		}
+	}
+	if len(about) != 2 || !strings.Contains(about[0], "/proc/self/net/dev") || !strings.Contains(about[1], "/proc/net/stat") {
+		t.Errorf("warnings %q, want one each for /proc/self/net/dev and /proc/net/stat", about)
+	}
+}
