@@ -37,8 +37,9 @@ import (
 // pinProcfs opens each of paths that exists and is on procfs with O_PATH
 // and without O_CLOEXEC, following symlinks as the ruleset does
 // (/proc/self → /proc/<pid>), and returns the descriptors, which stay open
-// across exec on purpose. A path that is missing or cannot be opened is
-// skipped: the ruleset ignores it too. The descriptors count against
+// across exec on purpose. A missing path is skipped, as the ruleset skips
+// it; one that cannot be opened for another reason is left to the ruleset,
+// which fails on it and says why. The descriptors count against
 // RLIMIT_NOFILE, which is set before; running out of them is an error
 // naming the limit, because the plugin would otherwise fail at the first
 // reclaim, long after start.
