@@ -13,6 +13,8 @@
 //  4. allowlist pushdown: 10% of the families vs all
 //  5. cold start to /ready with every shipped plugin; RSS
 //  6. 16 concurrent scrapers against 6 plugins: collects vs scrapes, errors
+//  7. plexporter-ethtool vs node_exporter --collector.ethtool (64 veth netdevs
+//     in a private network namespace)
 //
 // Every figure is the median of -runs runs; a run repeats scrapes for at
 // least -min-run (CPU is read in clock ticks from /proc/<pid>/stat, so runs
@@ -82,7 +84,7 @@ func run() int {
 	flag.IntVar(&h.runs, "runs", 5, "runs per measurement (the median is reported); at least 5 for the report")
 	flag.DurationVar(&h.minRun, "min-run", 400*time.Millisecond, "minimum duration of one run (scrapes repeat until it has passed)")
 	flag.StringVar(&sizes, "sizes", "1000,10000,100000", "series counts of scenario 1")
-	flag.StringVar(&scen, "scenarios", "1,2,3,4,5,6", "scenarios to run (comma-separated)")
+	flag.StringVar(&scen, "scenarios", "1,2,3,4,5,6,7", "scenarios to run (comma-separated)")
 	flag.StringVar(&out, "out", "docs/performance.md", "markdown file to write (empty: stdout only)")
 	flag.StringVar(&h.profile, "profile", "missed", "CPU-profile the 100k scrape: missed (when a scenario 1 target is missed), always, never")
 	flag.BoolVar(&h.micro, "micro", true, "run the Go micro-benchmarks of the hot paths")
@@ -151,7 +153,7 @@ func run() int {
 	}
 	h.client = &http.Client{
 		Timeout:   60 * time.Second,
-		Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64},
+		Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64, DialContext: dialContext},
 	}
 
 	// Stop every process we started on Ctrl-C or SIGTERM.
@@ -183,6 +185,7 @@ func run() int {
 		{"4", "allowlist pushdown", h.scenarioAllowlist},
 		{"5", "cold start and memory", h.scenarioStartup},
 		{"6", "concurrent scrapers", h.scenarioConcurrency},
+		{"7", "ethtool vs node_exporter ethtool", h.scenarioEthtool},
 	}
 	for _, s := range steps {
 		if !h.scenarios[s.id] {

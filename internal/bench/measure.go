@@ -47,6 +47,7 @@ type hostSpec struct {
 	config  string            // YAML of the plugins: section (indented by two spaces)
 	args    []string
 	env     []string
+	netns   *benchNetns // run the host in this network namespace (nil: the harness's)
 }
 
 // startHost installs the plugins as plexporter-<name> symlinks in a fresh
@@ -66,6 +67,14 @@ func (h *harness) startHost(spec hostSpec) (*exporter, error) {
 		if err := os.Symlink(spec.plugins[name], filepath.Join(dir, "plexporter-"+name)); err != nil {
 			return nil, err
 		}
+		// The shipped manifest (make build puts it beside the plugin) goes
+		// with it, so the plugin runs in its own sandbox, as in production,
+		// not in the default one; the config's overrides add the trees.
+		if manifest := spec.plugins[name] + ".yaml"; fileExists(manifest) {
+			if err := os.Symlink(manifest, filepath.Join(dir, "plexporter-"+name+".yaml")); err != nil {
+				return nil, err
+			}
+		}
 	}
 	cfg := filepath.Join(h.work, spec.name+".yml")
 	body := ""
@@ -79,8 +88,12 @@ func (h *harness) startHost(spec hostSpec) (*exporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--plugin.dir=" + dir, "--config.file=" + cfg, "--web.listen-address=" + addr}, spec.args...)
-	p, err := h.startProc(spec.name, addr, h.hostBin, args, spec.env)
+	bin, args := h.hostBin, append([]string{"--plugin.dir=" + dir, "--config.file=" + cfg, "--web.listen-address=" + addr}, spec.args...)
+	if spec.netns != nil {
+		bin, args = spec.netns.command(bin, args)
+		netnsAddrs.Store(addr, spec.netns.path)
+	}
+	p, err := h.startProc(spec.name, addr, bin, args, spec.env)
 	if err != nil {
 		return nil, err
 	}
@@ -258,4 +271,9 @@ func familyCount(body []byte, prefixes ...string) int {
 
 func hasAnyPrefix(s string, prefixes []string) bool {
 	return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(s, p) })
+}
+
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }

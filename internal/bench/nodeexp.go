@@ -23,6 +23,12 @@ const (
 // startNodeExporter runs node_exporter with only the given flags on a free
 // loopback port.
 func (h *harness) startNodeExporter(name string, args ...string) (*exporter, error) {
+	return h.startNodeExporterIn(nil, name, args...)
+}
+
+// startNodeExporterIn is startNodeExporter in the network namespace ns
+// (nil: the harness's).
+func (h *harness) startNodeExporterIn(ns *benchNetns, name string, args ...string) (*exporter, error) {
 	bin, err := exec.LookPath(nodeExporterBin)
 	if err != nil {
 		return nil, err
@@ -31,7 +37,12 @@ func (h *harness) startNodeExporter(name string, args ...string) (*exporter, err
 	if err != nil {
 		return nil, err
 	}
-	p, err := h.startProc(name, addr, bin, append(args, "--web.listen-address="+addr), nil)
+	args = append(args, "--web.listen-address="+addr)
+	if ns != nil {
+		bin, args = ns.command(bin, args)
+		netnsAddrs.Store(addr, ns.path)
+	}
+	p, err := h.startProc(name, addr, bin, args, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -69,13 +80,14 @@ func (h *harness) versusPlugin(sec *section, name string) string {
 // versus starts the plexporter host of spec ("<name>-plexporter") and
 // node_exporter with neArgs ("<name>-node_exporter") on the same tree,
 // measures them interleaved, in text format, and describes both expositions.
+// node_exporter runs in the host's network namespace (spec.netns).
 func (h *harness) versus(sec *section, name string, spec hostSpec, neArgs []string, plexPrefix, nePrefix string) (*cell, *cell, error) {
 	spec.name = name + "-plexporter"
 	plex, err := h.startHost(spec)
 	if err != nil {
 		return nil, nil, err
 	}
-	ne, err := h.startNodeExporter(name+"-node_exporter", neArgs...)
+	ne, err := h.startNodeExporterIn(spec.netns, name+"-node_exporter", neArgs...)
 	if err != nil {
 		return nil, nil, err
 	}

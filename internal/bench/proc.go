@@ -147,7 +147,7 @@ func freeAddr() (string, error) {
 // waitHTTP polls url every poll until it answers 200, the process exits or
 // timeout passes.
 func waitHTTP(p *proc, path string, poll, timeout time.Duration) error {
-	client := &http.Client{Timeout: time.Second}
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DialContext: dialContext}}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if p.exited() {
