@@ -20,11 +20,11 @@ const (
 	connectionCount = 5
 )
 
-// checkEBPFAttach reports the mode each program group attached in. The
-// lab's config runs the object-store group as kprobes (plexporter.yml), so
-// on kernels before 6.3, which lack the sock_*_length events, it counts
-// through tcp_set_state/tcp_sendmsg/tcp_cleanup_rbuf; the NFS group loads
-// in whichever mode the kernel allows (its module tracepoint).
+// checkEBPFAttach reports the mode each program group attached in. On
+// kernels before 6.3, which lack the sock_*_length events, the
+// object-store group counts through tcp_set_state, tcp_sendmsg and
+// tcp_cleanup_rbuf (fentry, else kprobes); the NFS group loads in
+// whichever mode the kernel allows for its module's tracepoint.
 func checkEBPFAttach(l *lab) error {
 	e, err := l.s.scrape()
 	if err != nil {
@@ -48,7 +48,10 @@ func checkEBPFAttach(l *lab) error {
 	if len(running) == 0 {
 		errs = append(errs, fmt.Errorf("no ebpf_program_loaded series is 1 (%d series): no program attached", len(e.series("ebpf_program_loaded"))))
 	}
-	want := []string{"block_rq_issue", "block_rq_complete", "tcp_retransmit_skb", "rpc_stats_latency", "tcp_set_state", "tcp_sendmsg", "tcp_cleanup_rbuf"}
+	want := []string{"block_rq_issue", "block_rq_complete", "tcp_retransmit_skb", "rpc_stats_latency", "inet_sock_set_state"}
+	if !hasSockLengthEvents() {
+		want = append(want[:len(want)-1], "tcp_set_state", "tcp_sendmsg", "tcp_cleanup_rbuf")
+	}
 	for _, p := range want {
 		if _, ok := running[p]; !ok {
 			errs = append(errs, fmt.Errorf("program %s is not running (running: %v)", p, programs))
@@ -59,7 +62,8 @@ func checkEBPFAttach(l *lab) error {
 	}
 	_, kerr := os.Stat("/sys/kernel/tracing/kprobe_events")
 	_, perr := os.Stat("/sys/bus/event_source/devices/kprobe/type")
-	l.note("running: %v; kernel kprobe_events present: %v, kprobe PMU: %v", programs, kerr == nil, perr == nil)
+	paranoid, _ := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+	l.note("running: %v; kernel kprobe_events present: %v, kprobe PMU: %v, perf_event_paranoid %s", programs, kerr == nil, perr == nil, strings.TrimSpace(string(paranoid)))
 	return errors.Join(errs...)
 }
 
@@ -123,8 +127,8 @@ func directIO(block, reads, writes int) error {
 // checkEBPFConnections opens connectionCount new TCP connections to the
 // object-store endpoint and expects the socket-state program to count them
 // (the TCP counters the guest can move: retransmissions need a lossy path,
-// which a loopback guest does not have). The lab runs the group as kprobes
-// (plexporter.yml), which every kernel with kprobes can.
+// which a loopback guest does not have). Before 6.3 the fentry or kprobe
+// mode counts them (ebpf/attach says which).
 func checkEBPFConnections(l *lab) error {
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	before, after, err := around(l, func() error {
@@ -158,4 +162,11 @@ func checkEBPFConnections(l *lab) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// hasSockLengthEvents: sock:sock_send_length and sock_recv_length, which
+// the object-store group's tracepoint modes attach to, came in Linux 6.3.
+func hasSockLengthEvents() bool {
+	_, err := os.Stat("/sys/kernel/tracing/events/sock/sock_send_length")
+	return err == nil
 }
