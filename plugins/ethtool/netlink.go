@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
@@ -31,18 +32,57 @@ type genlSource struct {
 	absent bool
 	// requests counts messages sent (tests and measurements).
 	requests int
+
+	// unsupported is when each (netdev, part) the driver lacks was last
+	// asked: the kernel answers EOPNOTSUPP when the driver has no such
+	// ethtool operation (pause and FEC on veth, virtio_net, IPoIB), which
+	// it cannot gain while the netdev exists, so the part is not asked
+	// again before unsupportedRecheck has passed — two of the three
+	// requests per scrape for such a netdev (docs/performance.md, scenario
+	// 7). The recheck bounds what the cache can miss: a driver that
+	// answers EOPNOTSUPP for a while (a firmware capability still being
+	// probed), or another netdev under a name that went away.
+	unsupported map[unsupportedKey]time.Time
+	lastSweep   time.Time
+	now         func() time.Time
+}
+
+// unsupportedRecheck is how long a part a driver answered EOPNOTSUPP for
+// is not asked again.
+const unsupportedRecheck = 5 * time.Minute
+
+type unsupportedKey struct {
+	netdev string
+	cmd    uint8
+}
+
+// knownUnsupported reports whether part cmd of netdev was answered
+// EOPNOTSUPP less than unsupportedRecheck ago, and forgets the answers
+// that are older (once per recheck period, so the set is bounded by the
+// netdevs seen in one).
+func (s *genlSource) knownUnsupported(netdev string, cmd uint8, now time.Time) bool {
+	if now.Sub(s.lastSweep) >= unsupportedRecheck {
+		for k, at := range s.unsupported {
+			if now.Sub(at) >= unsupportedRecheck {
+				delete(s.unsupported, k)
+			}
+		}
+		s.lastSweep = now
+	}
+	at, ok := s.unsupported[unsupportedKey{netdev, cmd}]
+	return ok && now.Sub(at) < unsupportedRecheck
 }
 
 // newGenlSource dials a generic netlink socket in the caller's network
 // namespace on first use.
 func newGenlSource() *genlSource {
-	return &genlSource{dial: func() (*genetlink.Conn, error) { return genetlink.Dial(nil) }}
+	return newGenlSourceDial(func() (*genetlink.Conn, error) { return genetlink.Dial(nil) })
 }
 
 // newGenlSourceDial uses dial for every (re)connection: tests pass a fake
 // connection, the real-kernel test a socket in its namespace.
 func newGenlSourceDial(dial func() (*genetlink.Conn, error)) *genlSource {
-	return &genlSource{dial: dial}
+	return &genlSource{dial: dial, unsupported: map[unsupportedKey]time.Time{}, now: time.Now}
 }
 
 func (s *genlSource) Close() error {
@@ -123,8 +163,9 @@ func (s *genlSource) StandardStats(ctx context.Context, netdev string, req stdRe
 		{on: req.FEC, name: "ETHTOOL_MSG_FEC_GET", cmd: msgFECGet, reply: msgFECGetReply, headerAttr: aFECHeader,
 			headerFlags: flagStats | flagCompactBitsets, decode: decodeFECReply},
 	}
+	now := s.now()
 	for _, p := range parts {
-		if !p.on {
+		if !p.on || s.knownUnsupported(netdev, p.cmd, now) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -151,6 +192,7 @@ func (s *genlSource) StandardStats(ctx context.Context, netdev string, req stdRe
 			Data:   body,
 		}, s.family.ID, netlink.Request)
 		if errors.Is(err, syscall.EOPNOTSUPP) {
+			s.unsupported[unsupportedKey{netdev, p.cmd}] = now
 			continue // the driver lacks this part: no series
 		}
 		if err != nil {

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/genetlink/genltest"
@@ -577,4 +579,59 @@ func FuzzDecodeStandard(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A part the driver lacks (EOPNOTSUPP) is not asked again until
+// unsupportedRecheck has passed; the parts it has, and every part of
+// another netdev, are asked on every read. After the recheck a driver that
+// gained the operation is read.
+func TestStandardStatsUnsupportedIsNotAskedAgain(t *testing.T) {
+	k := fixtureKernel(t)
+	src := k.source()
+	defer src.Close()
+	clock := time.Unix(1_800_000_000, 0)
+	src.now = func() time.Time { return clock }
+	ctx := context.Background()
+	all := stdRequest{Groups: stdGroupsAllSet, Pause: true, FEC: true}
+	read := func(netdev string) *stdStats {
+		t.Helper()
+		st, err := src.StandardStats(ctx, netdev, all)
+		if err != nil {
+			t.Fatalf("%s: %v", netdev, err)
+		}
+		return st
+	}
+	asked := func(cmd int, netdev string) int { return k.requests[fmt.Sprintf("%d %s", cmd, netdev)] }
+	for range 3 {
+		read("ens1f0v0") // veth-like: STATS_GET answers (empty), pause and FEC EOPNOTSUPP
+		read("ens1f0np0")
+		clock = clock.Add(time.Minute)
+	}
+	if got := []int{asked(msgStatsGet, "ens1f0v0"), asked(msgPauseGet, "ens1f0v0"), asked(msgFECGet, "ens1f0v0")}; !slices.Equal(got, []int{3, 1, 1}) {
+		t.Errorf("ens1f0v0 asked (stats, pause, FEC) %v times, want [3 1 1]", got)
+	}
+	if got := []int{asked(msgStatsGet, "ens1f0np0"), asked(msgPauseGet, "ens1f0np0"), asked(msgFECGet, "ens1f0np0")}; !slices.Equal(got, []int{3, 3, 3}) {
+		t.Errorf("ens1f0np0 asked (stats, pause, FEC) %v times, want [3 3 3]", got)
+	}
+	// The driver gains the pause operation; it is read once the recheck
+	// has passed, not before.
+	k.nics["ens1f0v0"].pauseOp = true
+	k.nics["ens1f0v0"].pause = mlx5NIC().pause
+	clock = clock.Add(unsupportedRecheck - 3*time.Minute - time.Second)
+	if st := read("ens1f0v0"); len(st.Pause) != 0 {
+		t.Errorf("pause read before the recheck: %v", st.Pause)
+	}
+	clock = clock.Add(2 * time.Second)
+	if st := read("ens1f0v0"); len(st.Pause) == 0 {
+		t.Error("pause not read after the recheck")
+	}
+	if got := asked(msgPauseGet, "ens1f0v0"); got != 2 {
+		t.Errorf("pause asked %d times, want 2", got)
+	}
+	// Answers older than the recheck are forgotten, not kept for ever.
+	clock = clock.Add(2 * unsupportedRecheck)
+	read("ens1f0np0")
+	if len(src.unsupported) != 0 {
+		t.Errorf("%d stale EOPNOTSUPP answers kept", len(src.unsupported))
+	}
 }
