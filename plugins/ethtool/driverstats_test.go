@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -117,4 +118,28 @@ func FuzzSplitQueue(f *testing.F) {
 			t.Fatalf("%q split into %q / %q", name, q, s)
 		}
 	})
+}
+
+// The memo answers as splitQueue does, from the first call on and from
+// the memo after, and is forgotten rather than grown past its bound.
+func TestQueueSplitsMemo(t *testing.T) {
+	m := queueSplits{}
+	for range 2 {
+		for _, name := range []string{"rx0_packets", "tx_queue_3_bytes", "rx-12.drops", "rx_65_to_127_bytes_phy", "tx_bytes"} {
+			q, s, ok := m.split(name)
+			wq, ws, wok := splitQueue(name)
+			if q != wq || s != ws || ok != wok {
+				t.Errorf("split(%q) = %q, %q, %v; splitQueue says %q, %q, %v", name, q, s, ok, wq, ws, wok)
+			}
+		}
+	}
+	if len(m) != 5 {
+		t.Errorf("%d names memoized, want 5", len(m))
+	}
+	for i := range maxQueueSplits + 10 {
+		m.split(fmt.Sprintf("rx%d_x", i))
+	}
+	if len(m) > maxQueueSplits {
+		t.Errorf("memo grew to %d names, bound %d", len(m), maxQueueSplits)
+	}
 }

@@ -22,6 +22,7 @@ type plugin struct {
 	pfcErrors, netdevErrors float64
 	collectionErrors        map[string]float64 // by collector
 	capped                  map[string]float64 // by netdev
+	splits                  queueSplits        // driver statistic names split at their queue
 }
 
 func newPlugin() *plugin {
@@ -30,6 +31,7 @@ func newPlugin() *plugin {
 		std:              newGenlSource(),
 		collectionErrors: map[string]float64{},
 		capped:           map[string]float64{},
+		splits:           queueSplits{},
 	}
 }
 
@@ -220,7 +222,7 @@ func (p *plugin) collectDriverStats(ctx context.Context, w *sdk.Writer, stats *s
 		if st == nil {
 			continue
 		}
-		dropped := emitDriverStats(w, &p.cfg, n, st)
+		dropped := emitDriverStats(w, &p.cfg, p.splits, n, st)
 		if dropped > 0 {
 			p.capped[n]++
 		}
