@@ -17,7 +17,7 @@ import (
 var (
 	descNFSOpLatency     = sdk.NewDesc("nfs_op_latency_seconds", sdk.Histogram, "NFS RPC latency from the request's start to its reply (the RPC's execute time), per NFS protocol version, operation and volume (volume_id is empty when the server and version have no or several volumes mounted).", lProtocol, lOperation, lVolumeID, lServer).WithUnit("seconds")
 	descNFSOpRequests    = sdk.NewDesc("nfs_op_requests_total", sdk.Counter, "NFS RPCs completed, per NFS protocol version, operation and volume.", lProtocol, lOperation, lVolumeID, lServer)
-	descNFSOpRetransmits = sdk.NewDesc("nfs_op_rpc_retransmits_total", sdk.Counter, "NFS RPC transmissions beyond each request's first, per NFS protocol version, operation and volume (tp_btf mode only: the classic tracepoint does not record them).", lProtocol, lOperation, lVolumeID, lServer)
+	descNFSOpRetransmits = sdk.NewDesc("nfs_op_rpc_retransmits_total", sdk.Counter, "NFS RPC transmissions beyond each request's first, per NFS protocol version, operation and volume (tp_btf and raw_tp modes: the classic tracepoint does not record them).", lProtocol, lOperation, lVolumeID, lServer)
 )
 
 const (

@@ -43,7 +43,7 @@ struct nfs_key {
 
 struct nfs_stats {
 	__u64 requests;
-	__u64 retransmits; /* transmissions beyond the first (tp_btf only) */
+	__u64 retransmits; /* transmissions beyond the first (not in tracepoint mode) */
 	__u64 latency_ns;
 	__u64 buckets[MAX_BOUNDS + 1];
 };
