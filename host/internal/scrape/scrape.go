@@ -71,7 +71,7 @@ func New(f *fleet.Fleet, filter *metricfilter.Filter, devices *merge.DeviceFilte
 	s.reg.MustRegister(
 		versioncollector.NewCollector("plexporter"),
 		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newProcessCollector(), // client_golang's process_* families, cheaper (process.go)
 	)
 	return s
 }
