@@ -1,8 +1,11 @@
 package main
 
 // The BPF programs are compiled with clang into <group>_bpfel.o
-// (little-endian: amd64 and arm64) for the disk, tcp, conn, nfs and rtt groups,
-// which bpf2go embeds in the generated <group>_bpfel.go. All are
+// (little-endian: amd64 and arm64) for the disk, tcp, nfs and rtt groups,
+// and per architecture into conn_x86_bpfel.o and conn_arm64_bpfel.o (the
+// connection group's kprobes read their arguments from registers, whose
+// names depend on the architecture), which bpf2go embeds in the generated
+// .go files of the same names. All are
 // committed, so a build needs no clang; `make ebpf-generate-check`
 // regenerates them with the pinned clang and fails when the committed
 // files differ (see README.md).
