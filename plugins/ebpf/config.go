@@ -40,8 +40,8 @@ var groupVariants = map[string]map[string]variant{
 // config is the plugin's section of the host configuration
 // (plugins.ebpf.config); the json tags are its keys.
 type config struct {
-	// Attach is auto (tp_btf, else classic tracepoints), tp_btf or
-	// tracepoint: the modes tried, in order, for every program.
+	// Attach is auto (each group's modes in attachOrder), tp_btf or
+	// tracepoint (the modes every group has): what every group tries.
 	Attach string `json:"attach"`
 	// GroupAttach overrides Attach for single groups: group name to auto
 	// or one of the modes the group has (fentry and kprobe only where a

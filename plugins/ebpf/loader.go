@@ -27,7 +27,7 @@ type hook struct {
 // because a completion can only be matched to an issue recorded in the same
 // mode (request address vs. device+sector).
 type variant struct {
-	attach string // attachTPBTF, attachTracepoint, attachFentry or attachKprobe
+	attach string // one of attachOrder
 	hooks  []hook
 }
 
