@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/cap"
 )
 
 // pluginDir is where the packages put plugins and their manifests.
@@ -134,18 +134,6 @@ func pluginProcesses() (map[string]procStatus, error) {
 	return out, nil
 }
 
-// capabilityBits are the capabilities the shipped manifests may grant.
-var capabilityBits = map[string]uint{
-	"CAP_DAC_READ_SEARCH": unix.CAP_DAC_READ_SEARCH,
-	"CAP_SYS_ADMIN":       unix.CAP_SYS_ADMIN,
-	"CAP_BPF":             unix.CAP_BPF,
-	"CAP_PERFMON":         unix.CAP_PERFMON,
-	"CAP_SYSLOG":          unix.CAP_SYSLOG,
-	"CAP_NET_ADMIN":       unix.CAP_NET_ADMIN,
-	"CAP_NET_RAW":         unix.CAP_NET_RAW,
-	"CAP_SYS_RESOURCE":    unix.CAP_SYS_RESOURCE,
-}
-
 func manifestCapabilities(path string) (uint64, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -159,11 +147,12 @@ func manifestCapabilities(path string) (uint64, error) {
 	}
 	var set uint64
 	for _, c := range m.Capabilities {
-		bit, ok := capabilityBits[c]
-		if !ok {
-			return 0, fmt.Errorf("%s: capability %s unknown to guestcheck (add it to capabilityBits)", path, c)
+		// The host resolves manifest names with libcap too (sandbox.Resolve).
+		bit, err := cap.FromName(strings.ToLower(c))
+		if err != nil {
+			return 0, fmt.Errorf("%s: capability %s: %w", path, c, err)
 		}
-		set |= 1 << bit
+		set |= 1 << uint(bit)
 	}
 	return set, nil
 }
