@@ -137,7 +137,8 @@ func (h *harness) scenarioEthtool() error {
 		"both exporters run in it (`ip netns exec`, which mounts the namespace's sysfs on `/sys`) and the harness dials "+
 		"them there. plexporter: the host with only the ethtool plugin, sandboxed, `{driver_stats: true, require_device: "+
 		"false}` (every driver statistic, as node_exporter exports them; veths have no `device` link), standard "+
-		"statistics on as shipped (veth has none: one netlink request per netdev answered EOPNOTSUPP). node_exporter: "+
+		"statistics on as shipped (veth has none: its STATS_GET answer is empty, pause and FEC are EOPNOTSUPP, which the "+
+		"plugin does not ask again for 5 minutes). node_exporter: "+
 		"`--collector.disable-defaults --collector.ethtool`. Both read the statistics with the SIOCETHTOOL ioctl.",
 		ethtoolPairs, 2*ethtoolPairs, ns.netdevs[0], ns.netdevs[len(ns.netdevs)-1]))
 	P, N, err := h.versus(&sec, "ethtool", hostSpec{
