@@ -151,6 +151,7 @@ func allChecks(ready time.Duration) []check {
 		{name: "ebpf/tcp-connections", run: checkEBPFConnections},
 		{name: "ebpf/nfs-latency", run: checkEBPFNFSLatency},
 		{name: "ebpf/tcp-connections-kprobe", run: checkEBPFKprobeConnections},
+		{name: "rdma/device-readded", run: checkRDMADeviceReadded},
 		// Last: a dentry reclaim broke procfs reads through Landlock rules
 		// for the rest of the run (README Findings 2, fixed in the
 		// launcher); should it come back, no other check depends on it.
