@@ -87,7 +87,11 @@ func (w *Writer) reset() {
 		clear(w.batch.Families)
 		w.batch.Families = w.batch.Families[:0]
 	} else {
-		w.batch = &pluginv1.Batch{Strings: make([][]byte, 1, 1024)}
+		// The next new chunk makes the next batch (chunk): none is made
+		// after the last flush of a collect, where nothing would fill it —
+		// for the host, whose own families pass through two Writers per
+		// scrape, that was a 24 kB string table per Writer per scrape.
+		w.batch = nil
 	}
 	clear(w.strings)
 	w.strings[""] = 0
@@ -234,6 +238,9 @@ func (w *Writer) chunk(d *Desc, typ Type, lv []string, bounds []float64, native 
 		// host joins chunks of one family). A histogram without bounds
 		// after one with them needs one too, or its chunk's bucket column
 		// would come out short.
+		if w.batch == nil {
+			w.batch = &pluginv1.Batch{Strings: make([][]byte, 1, 1024)}
+		}
 		c = w.newChunk()
 		c.Name = w.intern(w.prefix + d.Name)
 		c.Type = d.Type.wire()
