@@ -38,6 +38,51 @@ type Manifest struct {
 	Env          []string `yaml:"env"`
 	SHA256       string   `yaml:"sha256"`
 	Network      *Network `yaml:"network"` // nil: no network (see Network)
+	// PIDNamespace is the plugin's PID namespace: "" or PIDNamespacePrivate
+	// (its own, the default) or PIDNamespaceHost (see PIDNamespace).
+	PIDNamespace PIDNamespace `yaml:"pid_namespace"`
+}
+
+// PIDNamespace is where a sandboxed plugin's processes live. Private (the
+// default) gives each plugin a PID namespace of its own, whose end kills
+// everything the plugin started. Host keeps it in the host's, for the few
+// kernel interfaces that answer only about processes the caller's
+// namespace can see (RDMA netlink's resource dumps: the attribution
+// plugin's rdma_qp_owners); docs/security.md says what that costs.
+type PIDNamespace string
+
+// The values of pid_namespace.
+const (
+	PIDNamespacePrivate PIDNamespace = "private"
+	PIDNamespaceHost    PIDNamespace = "host"
+)
+
+// PIDNamespaces are the values pid_namespace may take.
+var PIDNamespaces = []PIDNamespace{PIDNamespacePrivate, PIDNamespaceHost}
+
+// Host reports whether the plugin runs in the host's PID namespace.
+func (p PIDNamespace) Host() bool { return p == PIDNamespaceHost }
+
+func (p PIDNamespace) check() error {
+	if p == "" || slices.Contains(PIDNamespaces, p) {
+		return nil
+	}
+	return fmt.Errorf("pid_namespace: %q is not one of %s, %s", string(p), PIDNamespacePrivate, PIDNamespaceHost)
+}
+
+// UnmarshalYAML checks the value where it is read, so that a wrong one is
+// reported with its file and line, like an unknown key.
+func (p *PIDNamespace) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if n.Kind != yaml.ScalarNode || n.Decode(&s) != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: pid_namespace must be one of %s, %s", n.Line, PIDNamespacePrivate, PIDNamespaceHost)}}
+	}
+	v := PIDNamespace(s)
+	if err := v.check(); err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
+	}
+	*p = v
+	return nil
 }
 
 // Network is what the plugin may reach over sockets; nil or empty grants
@@ -163,6 +208,9 @@ func (m *Manifest) Validate() error {
 			}
 		}
 	}
+	if err := m.PIDNamespace.check(); err != nil {
+		return err
+	}
 	for _, c := range m.Capabilities {
 		if !capName.MatchString(c) {
 			return fmt.Errorf("capabilities: %q is not a capability name like CAP_SYS_ADMIN", c)
@@ -261,6 +309,9 @@ func Merge(m, override *Manifest) *Manifest {
 	}
 	if override.Network != nil {
 		out.Network = override.Network // the whole grant: an operator states it in one place
+	}
+	if override.PIDNamespace != "" {
+		out.PIDNamespace = override.PIDNamespace
 	}
 	return &out
 }

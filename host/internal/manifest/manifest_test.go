@@ -166,3 +166,53 @@ func TestUngranted(t *testing.T) {
 		t.Errorf("nothing asked, nothing missing: %v", got)
 	}
 }
+
+func TestPIDNamespace(t *testing.T) {
+	cases := []struct {
+		in      string
+		want    PIDNamespace
+		host    bool
+		wantErr string // "" for valid
+	}{
+		{"description: x\n", "", false, ""},
+		{"pid_namespace: private\n", PIDNamespacePrivate, false, ""},
+		{"pid_namespace: host\n", PIDNamespaceHost, true, ""},
+		{"description: x\npid_namespace: Host\n", "", false, `m.yaml:2: pid_namespace: "Host" is not one of private, host`},
+		{"pid_namespace: none\n", "", false, `m.yaml:1: pid_namespace: "none" is not one of private, host`},
+		{"pid_namespace: \"\"\n", "", false, ""}, // an empty value is the default
+		{"description: x\n\npid_namespace: [host]\n", "", false, "m.yaml:3: pid_namespace must be one of private, host"},
+		{"pid_namespace: {host: true}\n", "", false, "m.yaml:1: pid_namespace must be one of private, host"},
+		{"pid_namespaces: host\n", "", false, `m.yaml:1: unknown key "pid_namespaces"`},
+	}
+	for _, c := range cases {
+		m, err := Parse("m.yaml", []byte(c.in))
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("Parse(%q) error = %v, want it to contain %q", c.in, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Parse(%q): %v", c.in, err)
+			continue
+		}
+		if m.PIDNamespace != c.want || m.PIDNamespace.Host() != c.host {
+			t.Errorf("Parse(%q) pid_namespace = %q (host %v), want %q (host %v)", c.in, m.PIDNamespace, m.PIDNamespace.Host(), c.want, c.host)
+		}
+	}
+	// A manifest built in code is checked by Validate as well.
+	if err := (&Manifest{PIDNamespace: "shared"}).Validate(); err == nil || !strings.Contains(err.Error(), "private, host") {
+		t.Errorf("Validate of pid_namespace shared: %v", err)
+	}
+	// An operator's override sets it; an override without it keeps the manifest's.
+	base := &Manifest{PIDNamespace: PIDNamespaceHost}
+	if got := Merge(&Manifest{}, &Manifest{PIDNamespace: PIDNamespaceHost}).PIDNamespace; got != PIDNamespaceHost {
+		t.Errorf("override pid_namespace: host: got %q", got)
+	}
+	if got := Merge(base, &Manifest{Description: "x"}).PIDNamespace; got != PIDNamespaceHost {
+		t.Errorf("override without pid_namespace: got %q, want host kept", got)
+	}
+	if got := Merge(base, &Manifest{PIDNamespace: PIDNamespacePrivate}).PIDNamespace; got != PIDNamespacePrivate {
+		t.Errorf("override pid_namespace: private: got %q", got)
+	}
+}

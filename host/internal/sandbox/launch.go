@@ -61,6 +61,9 @@ func apply(s *Spec) error {
 	// not depend on the plugin user's own permissions.
 	rulesetFD := -1
 	var rulesetFlags uint32
+	if err := checkSignalScope(s); err != nil {
+		return err
+	}
 	if s.Landlock {
 		// Held before the ruleset is built, so that the rules name the
 		// inodes these descriptors keep (pin.go); never closed: the plugin
@@ -99,6 +102,23 @@ func apply(s *Spec) error {
 		return err
 	}
 	return rearmParentDeathSignal(ppid)
+}
+
+// checkSignalScope refuses to start a plugin whose spec needs its domain
+// to scope signals (ScopeSignals: it shares the host's PID namespace) when
+// this kernel's domain would not. landlockConfig asks for the scope best
+// effort, which drops it silently below ABI 6; Resolve has refused that
+// already, and this holds it where the launcher runs, whatever the host's
+// kernel said when it resolved the spec.
+func checkSignalScope(s *Spec) error {
+	if !s.ScopeSignals {
+		return nil
+	}
+	abi, err := llsyscall.LandlockGetABIVersion()
+	if !s.Landlock || err != nil || abi < abiScopeSignal || landlockConfig.Scoped&llsyscall.ScopeSignal == 0 {
+		return fmt.Errorf("the plugin runs in the host's PID namespace and its Landlock domain would not scope signals (Landlock ABI %d, %d needed)", abi, abiScopeSignal)
+	}
+	return nil
 }
 
 // rearmParentDeathSignal sets the parent-death signal again. The host set it

@@ -66,8 +66,8 @@ func Resolve(m *manifest.Manifest, binary, argv0 string, h Host) (spec *Spec, wa
 	if m.Network != nil {
 		s.Network = *m.Network
 	}
-	s.PIDNamespace = true
-	if v, err := llsyscall.LandlockGetABIVersion(); err != nil || v < 1 {
+	s.PIDNamespace = !m.PIDNamespace.Host()
+	if v, err := landlockABI(); err != nil || v < 1 {
 		return nil, warnings, errors.New("the kernel has no Landlock, so the manifest's path rules cannot be enforced")
 	} else if len(s.Devices) > 0 && v < 5 {
 		// Without ABI 5 every ioctl on every open file would be allowed:
@@ -78,8 +78,60 @@ func Resolve(m *manifest.Manifest, binary, argv0 string, h Host) (spec *Spec, wa
 		if warnings = append(warnings, w...); err != nil {
 			return nil, warnings, err
 		}
+		if !s.PIDNamespace {
+			if s.ScopeSignals, err = checkHostPIDNamespace(pluginName(argv0), m, s.UID, v); err != nil {
+				return nil, warnings, err
+			}
+		}
 	}
 	return s, warnings, nil
+}
+
+// landlockABI is the kernel's Landlock ABI version; a variable so that
+// tests can decide Resolve's answers for kernels other than their own.
+var landlockABI = llsyscall.LandlockGetABIVersion
+
+// abiScopeSignal is the Landlock ABI that scopes signals (and abstract unix
+// sockets) to the sender's domain.
+const abiScopeSignal = 6
+
+// checkHostPIDNamespace decides whether a plugin may run in the host's PID
+// namespace (pid_namespace: host), where it sees every process. ptrace is
+// denied by Landlock to processes outside the plugin's domain on every ABI;
+// kill(2) is allowed by the kernel to any process of the same uid, and every
+// plugin without a user of its own runs as DefaultUser, as does everything
+// else that user runs. From ABI 6 the plugin's domain scopes signals (the
+// launcher then refuses to start it without; scopeSignals is true); below
+// it, only a user of its own stands between the plugin and the other
+// plugins, so the plugin is refused unless its manifest names one.
+func checkHostPIDNamespace(plugin string, m *manifest.Manifest, uid, abi int) (scopeSignals bool, err error) {
+	if abi >= abiScopeSignal {
+		return true, nil
+	}
+	risk := fmt.Sprintf("plugin %q: its manifest sets pid_namespace: host, where it could signal every process of its uid, and this kernel's Landlock (ABI %d) cannot scope signals to the plugin's domain (ABI %d)", plugin, abi, abiScopeSignal)
+	if m.User == "" {
+		return false, fmt.Errorf("%s; it runs as the default plugin user %q, shared by every plugin without a user of its own; give it a user of its own in its manifest, remove pid_namespace: host, or run a kernel with Landlock ABI %d or later", risk, DefaultUser, abiScopeSignal)
+	}
+	if shared, ok := sharedUID(uid); ok {
+		return false, fmt.Errorf("%s; its manifest's user %q has the uid %d of %s; give it a user of its own, remove pid_namespace: host, or run a kernel with Landlock ABI %d or later", risk, m.User, uid, shared, abiScopeSignal)
+	}
+	return false, nil
+}
+
+// sharedUID names who else runs as uid, if a plugin in the host's PID
+// namespace without a signal scope must not: root (a uid-0 plugin could
+// signal the host itself), the default plugin user, or nobody, which stands
+// in for it where packaging has not created it.
+func sharedUID(uid int) (string, bool) {
+	if uid == 0 {
+		return "root, the host's own", true
+	}
+	for _, name := range []string{DefaultUser, "nobody"} {
+		if u, err := lookupUser(name); err == nil && u.Uid == strconv.Itoa(uid) {
+			return fmt.Sprintf("the user %q, which other plugins run as by default", name), true
+		}
+	}
+	return "", false
 }
 
 // identity resolves the manifest's user and group.

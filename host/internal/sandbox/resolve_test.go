@@ -94,3 +94,78 @@ func TestResolveWarnsAboutGrantsBelowProcNet(t *testing.T) {
 		t.Errorf("warnings %q, want one each for /proc/self/net/dev and /proc/net/stat", about)
 	}
 }
+
+// pid_namespace: host on kernels with and without Landlock's signal scope
+// (ABI 6), decided with the ABI injected: a plugin in the host's PID
+// namespace that shares its uid with others and cannot be scoped is
+// refused, and says why.
+func TestResolveHostPIDNamespace(t *testing.T) {
+	realABI := landlockABI
+	t.Cleanup(func() { landlockABI = realABI })
+	host := manifest.PIDNamespaceHost
+	cases := []struct {
+		name         string
+		abi          int
+		m            manifest.Manifest
+		h            Host
+		refusal      []string // each in the error; nil: resolved
+		scopeSignals bool
+	}{
+		{"host, ABI 7, default user", 7, manifest.Manifest{PIDNamespace: host}, Host{}, nil, true},
+		{"host, ABI 6, nobody", 6, manifest.Manifest{User: "nobody", PIDNamespace: host}, Host{}, nil, true},
+		{"host, ABI 5, default user", 5, manifest.Manifest{PIDNamespace: host}, Host{},
+			[]string{`plugin "x"`, "pid_namespace: host", "ABI 5", "ABI 6", `default plugin user "plexporter"`, "a user of its own"}, false},
+		{"host, ABI 5, nobody", 5, manifest.Manifest{User: "nobody", PIDNamespace: host}, Host{},
+			[]string{"ABI 5", `user "nobody"`, "uid 65534", "other plugins run as by default"}, false},
+		{"host, ABI 5, root", 5, manifest.Manifest{User: "root", AllowRoot: true, PIDNamespace: host}, Host{AllowRoot: true},
+			[]string{"ABI 5", "uid 0", "root, the host's own"}, false},
+		{"host, ABI 5, a user of its own", 5, manifest.Manifest{User: "daemon", PIDNamespace: host}, Host{}, nil, false},
+		{"private, ABI 5, default user", 5, manifest.Manifest{PIDNamespace: manifest.PIDNamespacePrivate}, Host{}, nil, false},
+		{"default, ABI 1", 1, manifest.Manifest{}, Host{}, nil, false},
+	}
+	for _, c := range cases {
+		landlockABI = func() (int, error) { return c.abi, nil }
+		spec, _, err := Resolve(&c.m, "/bin/true", "/x/plexporter-x", c.h)
+		if c.refusal != nil {
+			if err == nil {
+				t.Errorf("%s: resolved (%+v), want a refusal", c.name, spec)
+				continue
+			}
+			for _, want := range c.refusal {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: refusal %q does not say %q", c.name, err, want)
+				}
+			}
+			continue
+		}
+		if err != nil {
+			if strings.Contains(err.Error(), `user "daemon"`) {
+				t.Skipf("%s: this system has no daemon user: %v", c.name, err)
+			}
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if wantNS := !c.m.PIDNamespace.Host(); spec.PIDNamespace != wantNS || spec.ScopeSignals != c.scopeSignals {
+			t.Errorf("%s: PIDNamespace %v, ScopeSignals %v; want %v, %v", c.name, spec.PIDNamespace, spec.ScopeSignals, wantNS, c.scopeSignals)
+		}
+	}
+}
+
+// The launcher holds a spec that needs the signal scope to it: never
+// without Landlock, and here (ABI 6 or later, as every machine that runs
+// the sandbox tests) with it.
+func TestCheckSignalScope(t *testing.T) {
+	if err := checkSignalScope(&Spec{}); err != nil {
+		t.Errorf("a spec without ScopeSignals: %v", err)
+	}
+	if err := checkSignalScope(&Spec{ScopeSignals: true}); err == nil || !strings.Contains(err.Error(), "host's PID namespace") {
+		t.Errorf("ScopeSignals without Landlock: err = %v, want a refusal", err)
+	}
+	abi, err := landlockABI()
+	if err != nil || abi < abiScopeSignal {
+		t.Skipf("Landlock ABI %d (%v): the kernel cannot scope signals", abi, err)
+	}
+	if err := checkSignalScope(&Spec{ScopeSignals: true, Landlock: true}); err != nil {
+		t.Errorf("ScopeSignals with Landlock ABI %d: %v", abi, err)
+	}
+}

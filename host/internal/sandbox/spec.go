@@ -53,6 +53,11 @@ type Spec struct {
 	// launcher stays as the namespace's init and runs the plugin below it,
 	// so that every process the plugin starts dies with it (pidns.go).
 	PIDNamespace bool `json:"pid_namespace"`
+	// ScopeSignals: the plugin's Landlock domain must scope signals, or the
+	// launcher refuses to start it. Set for a plugin in the host's PID
+	// namespace (manifest pid_namespace: host), for which the scope is what
+	// keeps it from signalling the processes of its uid (resolve.go).
+	ScopeSignals bool `json:"scope_signals"`
 }
 
 // LauncherArgs returns the host binary's arguments that make it the
