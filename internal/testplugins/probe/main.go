@@ -41,6 +41,10 @@ type config struct {
 	UDP  string `json:"udp"`
 	Unix string `json:"unix"`
 	HTTP string `json:"http"`
+	// A process outside the sandbox, of the plugin's own uid: whether the
+	// plugin's PID namespace shows it (pidfd_open), whether the plugin may
+	// signal it (kill with signal 0) and read its /proc/<pid>/cgroup.
+	SiblingPID int `json:"sibling_pid"`
 }
 
 var (
@@ -50,6 +54,7 @@ var (
 	allowed  = sdk.NewDesc("probe_allowed", sdk.Gauge, "1 if the action succeeded, 0 if it was denied.", "action", "detail")
 	envDesc  = sdk.NewDesc("probe_env_present", sdk.Gauge, "1 if the environment variable is set.", "name")
 	hogDesc  = sdk.NewDesc("probe_hog_bytes", sdk.Gauge, "Bytes allocated and touched.")
+	nsDepth  = sdk.NewDesc("probe_pid_namespace_depth", sdk.Gauge, "PID namespaces the probe is in, counted from the initial one (the fields of NSpid in /proc/self/status).")
 )
 
 type probe struct{ cfg config }
@@ -158,6 +163,17 @@ func (p *probe) Collect(_ context.Context, w *sdk.Writer) error {
 		}
 		check("net_host_metrics", err)
 	}
+	w.Gauge(nsDepth, float64(len(strings.Fields(status["NSpid"]))))
+	if pid := p.cfg.SiblingPID; pid > 0 {
+		fd, err := unix.PidfdOpen(pid, 0) // ESRCH: not in this PID namespace's view
+		if err == nil {
+			unix.Close(fd)
+		}
+		check("see_sibling", wrap("pidfd_open", err))
+		check("signal_sibling", wrap("kill", unix.Kill(pid, 0)))
+		_, err = os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		check("read_sibling_cgroup", err)
+	}
 	for _, name := range p.cfg.EnvNames {
 		_, ok := os.LookupEnv(name)
 		v := 0.0
@@ -174,6 +190,14 @@ func (p *probe) Collect(_ context.Context, w *sdk.Writer) error {
 		w.Gauge(hogDesc, float64(len(buf)))
 	}
 	return nil
+}
+
+// wrap names the call that failed, so that the detail label is its errno.
+func wrap(call string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", call, err)
 }
 
 // rawSend connects a TCP (proto 0) or MPTCP socket to an IPv4 host:port
