@@ -101,6 +101,16 @@ func apply(s *Spec) error {
 	if err := installFilter(s.Network, 0); err != nil {
 		return err
 	}
+	if !s.PIDNamespace {
+		// Other processes' pids mean something to it (hostpid.go).
+		raw, err := hostPIDFilter()
+		if err == nil {
+			err = loadFilter("host PID namespace", raw, 0)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	return rearmParentDeathSignal(ppid)
 }
 

@@ -107,6 +107,12 @@ func installFilter(n manifest.Network, flags uintptr) error {
 	if err != nil {
 		return err
 	}
+	return loadFilter("network", raw, flags)
+}
+
+// loadFilter loads a seccomp program (named what in errors) as
+// installFilter says; programs stack, and the most restrictive answer wins.
+func loadFilter(what string, raw []bpf.RawInstruction, flags uintptr) error {
 	f := make([]unix.SockFilter, len(raw))
 	for i, r := range raw {
 		f[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
@@ -118,9 +124,9 @@ func installFilter(n manifest.Network, flags uintptr) error {
 	runtime.KeepAlive(f)
 	switch {
 	case e != 0:
-		return fmt.Errorf("seccomp network filter: %w", e)
+		return fmt.Errorf("seccomp %s filter: %w", what, e)
 	case tid != 0:
-		return fmt.Errorf("seccomp network filter: thread %d could not be synchronised", tid)
+		return fmt.Errorf("seccomp %s filter: thread %d could not be synchronised", what, tid)
 	}
 	return nil
 }

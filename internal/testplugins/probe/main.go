@@ -171,6 +171,36 @@ func (p *probe) Collect(_ context.Context, w *sdk.Writer) error {
 		}
 		check("see_sibling", wrap("pidfd_open", err))
 		check("signal_sibling", wrap("kill", unix.Kill(pid, 0)))
+		// What the same uid may change of another process besides signals,
+		// each written back as it was read: its nice value, CPU affinity
+		// and file-descriptor limit.
+		prio, err := unix.Getpriority(unix.PRIO_PROCESS, pid)
+		if err == nil {
+			err = unix.Setpriority(unix.PRIO_PROCESS, pid, 20-prio) // getpriority returns 20-nice
+		}
+		check("renice_sibling", wrap("setpriority", err))
+		var cpus unix.CPUSet
+		err = unix.SchedGetaffinity(pid, &cpus)
+		if err == nil {
+			err = unix.SchedSetaffinity(pid, &cpus)
+		}
+		check("set_sibling_affinity", wrap("sched_setaffinity", err))
+		var lim unix.Rlimit
+		err = unix.Prlimit(pid, unix.RLIMIT_NOFILE, nil, &lim)
+		if err == nil {
+			err = unix.Prlimit(pid, unix.RLIMIT_NOFILE, &lim, nil)
+		}
+		check("set_sibling_rlimit", wrap("prlimit64", err))
+		// The control: the same calls on itself (pid 0).
+		if prio, err = unix.Getpriority(unix.PRIO_PROCESS, 0); err == nil {
+			err = unix.Setpriority(unix.PRIO_PROCESS, 0, 20-prio)
+		}
+		if err == nil {
+			if err = unix.Prlimit(0, unix.RLIMIT_NOFILE, nil, &lim); err == nil {
+				err = unix.Prlimit(0, unix.RLIMIT_NOFILE, &lim, nil)
+			}
+		}
+		check("renice_and_rlimit_self", wrap("setpriority/prlimit64 self", err))
 		_, err = os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 		check("read_sibling_cgroup", err)
 	}
