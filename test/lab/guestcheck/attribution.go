@@ -20,14 +20,61 @@ import (
 const (
 	slurmJobID  = "4242"
 	slurmStepCg = "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_" + slurmJobID + "/step_0"
-	// unsandboxedURL is the second host attribution checks start: the
-	// plugin unsandboxed (--no-plugin.sandbox), because in the sandbox's
-	// PID namespace the kernel shows it no other process's queue pairs and
-	// Landlock refuses it other processes' /proc/<pid>/fd (the plugin's
-	// README, The sandbox). The installed host's sandboxed plugin is
-	// scraped too, and what it sees is noted.
-	unsandboxedAddr = "127.0.0.1:9881"
+	// secondHostAddr is the second host attribution checks start with only
+	// that plugin: unsandboxed for cgroup_jobs (--no-plugin.sandbox),
+	// because Landlock refuses it other processes' /proc/<pid>/fd;
+	// sandboxed in the host's PID namespace (pid_namespace: host) for
+	// rdma_qp_owners, because in a PID namespace of its own the kernel
+	// shows it no other process's queue pairs (the plugin's README, The
+	// sandbox). The installed host's sandboxed plugin is scraped too, and
+	// what it sees is noted.
+	secondHostAddr = "127.0.0.1:9881"
+	// qpOwnerUser is the user of its own the rdma_qp_owners check gives
+	// the plugin in the host's PID namespace: below Landlock ABI 6 the host
+	// refuses that to a plugin running as the shared plexporter user.
+	qpOwnerUser, qpOwnerUID = "plexporter-qp", 998
 )
+
+// qpOwnerManifest is the plugins.attribution.manifest override of the
+// plugin's README (RDMA queue pair owners), plus extra lines.
+func qpOwnerManifest(extra string) string {
+	return "      pid_namespace: host\n      network: {netlink: [rdma]}\n      paths:\n" +
+		"        read_only: [\"{sysfs}/bus/pci/devices\", \"{sysfs}/class/infiniband\", \"{sysfs}/class/net\", \"{sysfs}/class/nvme\", \"{sysfs}/devices\", \"{rootfs}/var/lib/plexporter/job-mapping\", \"{procfs}\"]\n" + extra
+}
+
+// landlockABI is the kernel's Landlock ABI version, 0 without Landlock.
+func landlockABI() int {
+	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if e != 0 {
+		return 0
+	}
+	return int(v)
+}
+
+// addSystemUser adds name as user and group uid, as guest.sh adds
+// plexporter (busybox has no adduser), unless it exists.
+func addSystemUser(name string, uid int) error {
+	if b, _ := os.ReadFile("/etc/passwd"); strings.Contains(string(b), "\n"+name+":") || strings.HasPrefix(string(b), name+":") {
+		return nil
+	}
+	for file, line := range map[string]string{
+		"/etc/group":  fmt.Sprintf("%s:x:%d:\n", name, uid),
+		"/etc/passwd": fmt.Sprintf("%s:x:%d:%d:%s:/nonexistent:/usr/sbin/nologin\n", name, uid, uid, name),
+	} {
+		f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(line)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // rpingJob is an rping server and client over rxe0, both in the job's
 // step cgroup, pinging until stopped.
@@ -125,37 +172,77 @@ func (qps rdmaQPList) count(pids map[int]bool, device, port string) int {
 // unsandboxed, configured by cfg (YAML under plugins.attribution.config),
 // and returns a scraper for it and its stop function.
 func unsandboxedHost(cfg string) (*scraper, func(), error) {
+	s, _, stop, err := secondHost("unsandboxed", cfg, "")
+	return s, stop, err
+}
+
+// secondHost starts a second host with only the attribution plugin,
+// configured by cfg (YAML under plugins.attribution.config): unsandboxed
+// if manifest is "", else sandboxed with manifest (YAML under
+// plugins.attribution.manifest) overriding the installed one. It returns
+// once the plugin is up or refused, with a scraper for the host, the
+// host's log (out/plexporter-attribution-<name>.log) and its stop function.
+func secondHost(name, cfg, manifest string) (*scraper, string, func(), error) {
+	s, logPath, stop, err := startSecondHost(name, cfg, manifest)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(2 * time.Second) {
+		e, err := s.scrape()
+		if err == nil {
+			up, _ := e.value("plexporter_plugin_up", "plugin", "attribution")
+			refused, _ := e.value("plexporter_plugin_refused", "plugin", "attribution")
+			if up == 1 || refused == 1 {
+				return s, logPath, stop, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, "", nil, fmt.Errorf("the %s host's attribution plugin neither up nor refused after 90 s (%v; out/%s)", name, err, filepath.Base(logPath))
+		}
+	}
+}
+
+func startSecondHost(name, cfg, manifest string) (*scraper, string, func(), error) {
 	dir, err := os.MkdirTemp("/run", "plexporter-attribution-")
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	os.Chmod(dir, 0o755)
 	plugins := filepath.Join(dir, "plugins")
 	if err := os.Mkdir(plugins, 0o755); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	for _, f := range []string{"plexporter-attribution", "plexporter-attribution.yaml"} {
 		b, err := os.ReadFile(filepath.Join(pluginDir, f))
 		if err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		if err := os.WriteFile(filepath.Join(plugins, f), b, 0o755); err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 	}
 	config := filepath.Join(dir, "plexporter.yml")
-	if err := os.WriteFile(config, []byte("plugins:\n  attribution:\n    config:\n"+cfg), 0o644); err != nil {
-		return nil, nil, err
+	body := "plugins:\n  attribution:\n    config:\n" + cfg
+	sandbox := "--no-plugin.sandbox"
+	if manifest != "" {
+		body += "    manifest:\n" + manifest
+		sandbox = "--plugin.sandbox"
 	}
-	log, err := os.Create("/mnt/host/out/plexporter-attribution-unsandboxed.log")
+	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+		return nil, "", nil, err
+	}
+	logPath := "/mnt/host/out/plexporter-attribution-" + name + ".log"
+	log, err := os.Create(logPath)
 	if err != nil {
-		log, _ = os.Create(filepath.Join(dir, "log"))
+		logPath = filepath.Join(dir, "log")
+		log, _ = os.Create(logPath)
 	}
-	cmd := exec.Command("/usr/bin/plexporter", "--no-plugin.sandbox", "--plugin.dir="+plugins, "--config.file="+config,
-		"--web.listen-address="+unsandboxedAddr, "--plugin.start-timeout=60s", "--plugin.runtime-dir="+filepath.Join(dir, "run"))
+	cmd := exec.Command("/usr/bin/plexporter", sandbox, "--plugin.dir="+plugins, "--config.file="+config,
+		"--web.listen-address="+secondHostAddr, "--plugin.start-timeout=60s", "--plugin.runtime-dir="+filepath.Join(dir, "run"))
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	stop := func() {
 		cmd.Process.Signal(os.Interrupt)
@@ -163,36 +250,36 @@ func unsandboxedHost(cfg string) (*scraper, func(), error) {
 		log.Close()
 		os.RemoveAll(dir)
 	}
-	s := newScraper("http://" + unsandboxedAddr + "/metrics")
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(2 * time.Second) {
-		e, err := s.scrape()
-		if err == nil {
-			if up, _ := e.value("plexporter_plugin_up", "plugin", "attribution"); up == 1 {
-				return s, stop, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, nil, fmt.Errorf("the unsandboxed host's attribution plugin not up after 90 s (%v; out/plexporter-attribution-unsandboxed.log)", err)
-		}
-	}
+	return newScraper("http://" + secondHostAddr + "/metrics"), logPath, stop, nil
 }
 
 // checkAttributionQPOwner: rping's queue pairs on rxe0 port 1, created by
 // processes in job 4242's cgroup, are one rdma_qp_owner_info series with
 // job_id 4242, and rdma_qp_owner_queue_pairs is the number of them that
 // `rdma resource show qp` lists for rping's pids. The plugin runs
-// unsandboxed in a second host; the installed host's sandboxed plugin's
-// view is noted.
+// sandboxed in a second host, in the host's PID namespace (the README's
+// manifest override, as a user of its own); the same override for the
+// default plexporter user must be refused below Landlock ABI 6 and run from
+// it on. The installed host's plugin, in a PID namespace of its own, is
+// noted.
 func checkAttributionQPOwner(l *lab) error {
 	job, err := startRpingJob()
 	if err != nil {
 		return err
 	}
 	defer job.stop()
-	s, stop, err := unsandboxedHost("      pod_resources_socket: \"\"\n      rdma_qp_owners: true\n")
-	if err != nil {
+	cfg := "      pod_resources_socket: \"\"\n      rdma_qp_owners: true\n"
+	var errs []error
+	abi := landlockABI()
+	if err := checkHostPIDNamespaceRefusal(cfg, abi); err != nil {
+		errs = append(errs, err)
+	}
+	if err := addSystemUser(qpOwnerUser, qpOwnerUID); err != nil {
 		return err
+	}
+	s, logPath, stop, err := secondHost("pidns-host", cfg, qpOwnerManifest(fmt.Sprintf("      user: %s\n      group: %s\n", qpOwnerUser, qpOwnerUser)))
+	if err != nil {
+		return errors.Join(append(errs, err)...)
 	}
 	defer stop()
 
@@ -205,7 +292,12 @@ func checkAttributionQPOwner(l *lab) error {
 		return err
 	}
 	want := qps.count(job.pids(), rxeDevice, rxePort)
-	var errs []error
+	if up, _ := e.value("plexporter_plugin_up", "plugin", "attribution"); up != 1 {
+		errs = append(errs, fmt.Errorf("the plugin with pid_namespace: host as %s is not up (out/%s)", qpOwnerUser, filepath.Base(logPath)))
+	}
+	if v, _ := e.value("plexporter_plugin_sandboxed", "plugin", "attribution"); v != 1 {
+		errs = append(errs, fmt.Errorf("plexporter_plugin_sandboxed{plugin=\"attribution\"} = %v, want 1", v))
+	}
 	owner := []string{"device", rxeDevice, "port", rxePort, "job_id", slurmJobID, "pod_uid", ""}
 	if info := e.series("rdma_qp_owner_info", owner...); len(info) != 1 {
 		errs = append(errs, fmt.Errorf("%d series rdma_qp_owner_info{%s}, want 1 (all: %s)", len(info), pairs(owner), describe(e, "rdma_qp_owner_info")))
@@ -218,22 +310,48 @@ func checkAttributionQPOwner(l *lab) error {
 	if n, err := e.value("attribution_collection_errors_total", "collector", "rdma_qp_owners"); err != nil || n != 0 {
 		errs = append(errs, fmt.Errorf("attribution_collection_errors_total{collector=\"rdma_qp_owners\"} = %v (%v), want 0", n, err))
 	}
-	l.note("unsandboxed: %s; rdma resource show qp: %d QPs of rping (pids %v) on %s/%s, %d in all", describe(e, "rdma_qp_owner_queue_pairs"), want, keys(job.pids()), rxeDevice, rxePort, len(qps))
+	l.note("sandboxed, pid_namespace: host, as %s (Landlock ABI %d): %s; rdma resource show qp: %d QPs of rping (pids %v) on %s/%s, %d in all", qpOwnerUser, abi, describe(e, "rdma_qp_owner_queue_pairs"), want, keys(job.pids()), rxeDevice, rxePort, len(qps))
 	if err := captureQPDump(qpCaptureDir, job); err != nil {
 		l.note("capture of the RES_QP_GET dump for plugins/attribution/testdata/nl-real: %v", err)
 	} else {
 		l.note("RES_QP_GET dump of %s captured in out/%s", rxeDevice, filepath.Base(qpCaptureDir))
 	}
 
-	// The installed host's plugin, sandboxed (test/lab/plexporter.yml
-	// grants it RDMA netlink and {procfs}).
+	// The installed host's plugin, sandboxed in a PID namespace of its own
+	// (test/lab/plexporter.yml grants it RDMA netlink and {procfs}).
 	if se, err := l.s.scrape(); err != nil {
 		l.note("sandboxed: %v", err)
 	} else {
 		errsSandboxed, _ := se.value("attribution_collection_errors_total", "collector", "rdma_qp_owners")
-		l.note("sandboxed: %s, %v rdma_qp_owners errors", describe(se, "rdma_qp_owner_queue_pairs"), errsSandboxed)
+		l.note("sandboxed, private PID namespace: %s, %v rdma_qp_owners errors", describe(se, "rdma_qp_owner_queue_pairs"), errsSandboxed)
 	}
 	return errors.Join(errs...)
+}
+
+// checkHostPIDNamespaceRefusal: the README's override for the default
+// plugin user is refused below Landlock ABI 6 (the plugin could signal
+// every plexporter process), naming the reason, and runs from ABI 6 on.
+func checkHostPIDNamespaceRefusal(cfg string, abi int) error {
+	s, logPath, stop, err := secondHost("pidns-host-default-user", cfg, qpOwnerManifest(""))
+	if err != nil {
+		return err
+	}
+	defer stop()
+	e, err := s.scrape()
+	if err != nil {
+		return err
+	}
+	refused, _ := e.value("plexporter_plugin_refused", "plugin", "attribution")
+	up, _ := e.value("plexporter_plugin_up", "plugin", "attribution")
+	log, _ := os.ReadFile(logPath)
+	const reason = "cannot scope signals"
+	switch {
+	case abi < 6 && (refused != 1 || !strings.Contains(string(log), reason)):
+		return fmt.Errorf("pid_namespace: host for the default user on Landlock ABI %d: refused %v, want 1 with %q in out/%s", abi, refused, reason, filepath.Base(logPath))
+	case abi >= 6 && up != 1:
+		return fmt.Errorf("pid_namespace: host for the default user on Landlock ABI %d: up %v, want 1 (out/%s)", abi, up, filepath.Base(logPath))
+	}
+	return nil
 }
 
 // checkAttributionCgroupJobs: rping holds rxe0's verbs device
