@@ -548,10 +548,13 @@ func TestKill9PluginMidScrape(t *testing.T) {
 	if value(mfs, "plexporter_plugin_scrape_success", "plugin", "victim") != 0 {
 		t.Fatal("victim not marked failed")
 	}
-	_, mfs = h.scrape("?exclude[]=victim")
-	if value(mfs, "plexporter_plugin_up", "plugin", "victim") != 0 {
-		t.Fatal("plexporter_plugin_up{plugin=victim} should be 0 right after the kill")
-	}
+	// The scrape ends when the victim's stream breaks; the supervisor sees
+	// the process exit a few milliseconds later (its wait returns), and
+	// restarts it after the 1 s back-off: up is 0 in between.
+	h.waitFor(900*time.Millisecond, "plexporter_plugin_up{plugin=victim} 0 right after the kill", func() bool {
+		_, mfs := h.scrape("?exclude[]=victim")
+		return value(mfs, "plexporter_plugin_up", "plugin", "victim") == 0
+	})
 	killed := time.Now()
 	h.waitFor(2*time.Second, "victim back", func() bool {
 		_, mfs := h.scrape("?exclude[]=victim")
