@@ -149,7 +149,9 @@ func TestEveryScrapeLeavesByItsOwnDeadline(t *testing.T) {
 		hurried := i%2 == 1
 		waited := r.value("plexporter_plugin_scrape_duration_seconds", "slow")
 		switch {
-		case hurried && r.took > hurry+150*time.Millisecond:
+		// Leaving by its own deadline means well before the slow plugin's
+		// 800 ms; the margin is for a loaded 2-core CI machine.
+		case hurried && r.took > hurry+400*time.Millisecond:
 			t.Errorf("scrape %d with a %v deadline took %v", i, hurry, r.took)
 		case hurried && (r.value("plexporter_plugin_scrape_success", "slow") != 0 || r.value("chaos_value", "slow") != -1):
 			t.Errorf("scrape %d left before the slow plugin answered but has its series or success", i)
