@@ -269,54 +269,54 @@ func TestStopRacesStartAndCollect(t *testing.T) {
 	}
 }
 
-// A plugin whose handshake names an address the host does not dial is
-// refused, not restarted: it chose that address and would choose it again.
-func TestHostileHandshakeIsRefused(t *testing.T) {
-	t.Setenv("HANDSHAKE_NETWORK", "tcp")
-	t.Setenv("HANDSHAKE_ADDRESS", "127.0.0.1:1")
-	logs := &logBuffer{}
-	path := filepath.Join(t.TempDir(), "plexporter-hostile")
-	os.Symlink(handshakeBin, path)
-	sup := New(discover.Plugin{Name: "hostile", Path: path, Target: handshakeBin, Identity: "test"},
-		Settings{PassEnv: []string{"HANDSHAKE_NETWORK", "HANDSHAKE_ADDRESS"}, MinBackoff: 20 * time.Millisecond},
-		slog.New(slog.NewTextHandler(logs, nil)))
-	t.Cleanup(sup.Stop)
-	sup.Start()
-	<-sup.FirstAttempt()
-	time.Sleep(200 * time.Millisecond) // ten backoffs
-	st := sup.Status()
-	if st.State != Refused || st.Restarts != 0 || !strings.Contains(st.LastError, `refusing to dial tcp address "127.0.0.1:1"`) {
-		t.Fatalf("%+v", st)
-	}
-	if len(logs.lines("level=ERROR", "plugin refused", "plugin=hostile")) != 1 {
-		t.Errorf("the refusal is not logged once:\n%s", logs)
-	}
-}
-
-// A plugin of another protocol generation is refused, not restarted: the
-// same binary would fail the same way (docs/plugin-protocol.md, open
+// A plugin whose handshake names an address the host does not dial, or
+// that speaks another protocol generation, is refused, not restarted: the
+// same binary would fail the same way again (docs/plugin-protocol.md, open
 // point 2).
-func TestOtherProtocolIsRefused(t *testing.T) {
-	t.Setenv("HANDSHAKE_NETWORK", "unix")
-	t.Setenv("HANDSHAKE_ADDRESS", "${PLUGIN_UNIX_SOCKET_DIR}/plugin.sock")
-	t.Setenv("HANDSHAKE_LISTEN", "1")
-	t.Setenv("HANDSHAKE_APP", "2")
-	logs := &logBuffer{}
-	path := filepath.Join(t.TempDir(), "plexporter-elder")
-	os.Symlink(handshakeBin, path)
-	sup := New(discover.Plugin{Name: "elder", Path: path, Target: handshakeBin, Identity: "test"},
-		Settings{PassEnv: []string{"HANDSHAKE_NETWORK", "HANDSHAKE_ADDRESS", "HANDSHAKE_LISTEN", "HANDSHAKE_APP"}, MinBackoff: 20 * time.Millisecond},
-		slog.New(slog.NewTextHandler(logs, nil)))
-	t.Cleanup(sup.Stop)
-	sup.Start()
-	<-sup.FirstAttempt()
-	time.Sleep(200 * time.Millisecond) // ten backoffs
-	st := sup.Status()
-	if st.State != Refused || st.Restarts != 0 || !strings.Contains(st.LastError, "speaks another protocol") || !strings.Contains(st.LastError, "Plugin version: 2") {
-		t.Fatalf("%+v", st)
-	}
-	if len(logs.lines("level=ERROR", "plugin refused", "plugin=elder")) != 1 {
-		t.Errorf("the refusal is not logged once:\n%s", logs)
+func TestHandshakeFailuresAreRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		says []string // in the refusal
+	}{
+		"hostile": {
+			env:  map[string]string{"HANDSHAKE_NETWORK": "tcp", "HANDSHAKE_ADDRESS": "127.0.0.1:1"},
+			says: []string{`refusing to dial tcp address "127.0.0.1:1"`},
+		},
+		"elder": {
+			env: map[string]string{"HANDSHAKE_NETWORK": "unix", "HANDSHAKE_ADDRESS": "${PLUGIN_UNIX_SOCKET_DIR}/plugin.sock",
+				"HANDSHAKE_LISTEN": "1", "HANDSHAKE_APP": "2"},
+			says: []string{"speaks another protocol", "Plugin version: 2"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var pass []string
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+				pass = append(pass, k)
+			}
+			logs := &logBuffer{}
+			path := filepath.Join(t.TempDir(), "plexporter-"+name)
+			os.Symlink(handshakeBin, path)
+			sup := New(discover.Plugin{Name: name, Path: path, Target: handshakeBin, Identity: "test"},
+				Settings{PassEnv: pass, MinBackoff: 20 * time.Millisecond},
+				slog.New(slog.NewTextHandler(logs, nil)))
+			t.Cleanup(sup.Stop)
+			sup.Start()
+			<-sup.FirstAttempt()
+			time.Sleep(200 * time.Millisecond) // ten backoffs
+			st := sup.Status()
+			if st.State != Refused || st.Restarts != 0 {
+				t.Fatalf("%+v", st)
+			}
+			for _, w := range tc.says {
+				if !strings.Contains(st.LastError, w) {
+					t.Errorf("the refusal does not say %q: %s", w, st.LastError)
+				}
+			}
+			if len(logs.lines("level=ERROR", "plugin refused", "plugin="+name)) != 1 {
+				t.Errorf("the refusal is not logged once:\n%s", logs)
+			}
+		})
 	}
 }
 
