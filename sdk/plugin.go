@@ -92,7 +92,8 @@ type Plugin interface {
 	// Collect writes one scrape's samples. ctx carries the host's deadline.
 	// A returned error is reported as a partial failure: samples written
 	// before it are kept. Use w.Error for failures that should not stop the
-	// rest of the collect.
+	// rest of the collect. w is valid until Collect returns: the next
+	// Collect reuses its memory, so no goroutine may keep writing to it.
 	Collect(ctx context.Context, w *Writer) error
 }
 

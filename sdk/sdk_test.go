@@ -15,9 +15,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plexporter/plexporter/internal/batch"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/internal/failtest"
 	"github.com/plexporter/plexporter/sdk/sdktest"
+	"github.com/plexporter/plexporter/sdk/transport"
 )
 
 var (
@@ -421,4 +423,57 @@ type anyEnabledAtConfigure struct {
 func (p *anyEnabledAtConfigure) Configure(ctx context.Context, c sdk.Config) error {
 	*p.got = c.AnyEnabled(tempDesc, latDesc) && c.Enabled(tempDesc) == c.AnyEnabled(tempDesc)
 	return p.demoWith.Configure(ctx, c)
+}
+
+// The server reuses one Writer from Collect to Collect: each collect must
+// still send exactly its own samples and errors (none of the last one's,
+// an error reported again is sent again), and an allowlist a new Configure
+// sets must apply at once, not the Writer's cached decision.
+func TestConsecutiveCollectsShareNothing(t *testing.T) {
+	d := &demo{n: 3}
+	calls := 0
+	d.collectFn = func(w *sdk.Writer) error {
+		calls++
+		w.Error("sensors", errors.New("hwmon3: permission denied"))
+		if calls == 1 {
+			w.Error("fans", errors.New("only the first collect"))
+		}
+		return nil
+	}
+	c := sdktest.Client(t, d, sdktest.Options{})
+	count := func(res *sdktest.Result) map[string]int {
+		t.Helper()
+		if res.Status != nil {
+			t.Fatalf("collect: %v", res.Status)
+		}
+		fams, err := batch.Families(res.Batches)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, mf := range fams {
+			n[mf.GetName()] += len(mf.GetMetric())
+		}
+		return n
+	}
+	first := sdktest.Collect(t, c, 0)
+	if got := count(first); got["demo_bytes_total"] != 3 || len(first.Errors) != 2 {
+		t.Fatalf("first collect: %v, errors %v", got, first.Errors)
+	}
+	d.n = 1
+	second := sdktest.Collect(t, c, 0)
+	got := count(second)
+	if got["demo_bytes_total"] != 1 || got["demo_temperature_celsius"] != 1 || got["demo_latency_seconds"] != 1 || got["demo_rtt_seconds"] != 1 {
+		t.Fatalf("second collect carries other samples than its own: %v", got)
+	}
+	if len(second.Errors) != 1 || second.Errors[0].Collector != "sensors" {
+		t.Fatalf("second collect's errors = %v, want the sensors error (reported again) alone", second.Errors)
+	}
+	if _, err := c.Configure(context.Background(), &pluginv1.ConfigureRequest{EnabledMetrics: []string{"demo_bytes_total"}, HostApiVersion: transport.APIVersion}); err != nil {
+		t.Fatal(err)
+	}
+	third := count(sdktest.Collect(t, c, 0))
+	if third["demo_bytes_total"] != 1 || len(third) != 1 {
+		t.Fatalf("after a Configure with an allowlist of demo_bytes_total: %v", third)
+	}
 }

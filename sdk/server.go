@@ -36,6 +36,10 @@ type server struct {
 	// collects, but after it gave up on one that ignores its deadline the
 	// next would run beside it; plugin code need not be safe for that.
 	collecting chan struct{}
+	// spare is the last Collect's Writer, kept for the next one (only the
+	// holder of collecting touches it): its string table, chunk maps and
+	// sent chunks are reused instead of made again on every scrape.
+	spare *Writer
 }
 
 func init() {
@@ -121,12 +125,8 @@ func (s *server) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 	case <-ctx.Done():
 		return status.Error(codes.DeadlineExceeded, "the previous collect is still running (it ignored its deadline)")
 	}
-	w := newWriter(filter, prefix, s.batchSamples, stream.Send)
-	// grpc-go marshals the message inside Send, so the next batch may reuse
-	// its memory (measured: -7% CPU, -12% wall for a 100k-series scrape).
-	// gRPC documents this as unsafe only with stats handlers or binary
-	// logging that read messages lazily; this server installs neither.
-	w.recycle = true
+	w := s.writer(filter, prefix, stream.Send)
+	defer func() { s.spare = w }()
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -144,6 +144,28 @@ func (s *server) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 	}
 	w.flush()
 	return w.sendErr
+}
+
+// writer returns the Writer for a Collect: the last one's, reset, when it
+// was made for the same allowlist and prefix (a Configure can change
+// either), else a new one.
+func (s *server) writer(filter *metricfilter.Filter, prefix string, send func(*pluginv1.CollectResponse) error) *Writer {
+	w := s.spare
+	s.spare = nil
+	if w == nil || w.filter != filter || w.prefix != prefix {
+		w = newWriter(filter, prefix, s.batchSamples, send)
+		// grpc-go marshals the message inside Send, so the next batch may
+		// reuse its memory (measured: -7% CPU, -12% wall for a 100k-series
+		// scrape). gRPC documents this as unsafe only with stats handlers
+		// or binary logging that read messages lazily; this server installs
+		// neither.
+		w.recycle = true
+		return w
+	}
+	w.send, w.sendErr, w.errs = send, nil, nil
+	clear(w.reported)
+	w.reset()
+	return w
 }
 
 func (s *server) recoverTo(rpc string, err *error) {

@@ -59,6 +59,12 @@ func (w *Writer) Flush() error {
 	return w.sendErr
 }
 
+// initialStrings sizes a new Writer's string table. Serve keeps a plugin's
+// Writer from collect to collect, so a table that must grow does so once;
+// the host's own families pass through two new Writers per scrape with
+// about 200 strings, where a table of 1024 was ~75 kB of garbage a scrape.
+const initialStrings = 256
+
 func newWriter(filter *metricfilter.Filter, prefix string, batchSamples int, send func(*pluginv1.CollectResponse) error) *Writer {
 	if batchSamples <= 0 {
 		batchSamples = DefaultBatchSamples
@@ -68,7 +74,7 @@ func newWriter(filter *metricfilter.Filter, prefix string, batchSamples int, sen
 		prefix:   prefix,
 		send:     send,
 		limit:    batchSamples,
-		strings:  make(map[string]uint32, 1024),
+		strings:  make(map[string]uint32, initialStrings),
 		chunks:   make(map[*Desc]*pluginv1.FamilyChunk, 64),
 		enabled:  make(map[*Desc]bool, 64),
 		reported: map[string]bool{},
@@ -239,7 +245,7 @@ func (w *Writer) chunk(d *Desc, typ Type, lv []string, bounds []float64, native 
 		// after one with them needs one too, or its chunk's bucket column
 		// would come out short.
 		if w.batch == nil {
-			w.batch = &pluginv1.Batch{Strings: make([][]byte, 1, 1024)}
+			w.batch = &pluginv1.Batch{Strings: make([][]byte, 1, initialStrings)}
 		}
 		c = w.newChunk()
 		c.Name = w.intern(w.prefix + d.Name)
