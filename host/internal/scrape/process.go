@@ -19,15 +19,25 @@ import (
 // figure, which is boot time plus ticks since boot — and the limits come
 // from getrlimit(2), which /proc/self/limits prints (soft limits,
 // RLIM_INFINITY as 2^64-1 either way), so a limit changed with prlimit
-// shows on the next scrape as before. /proc/self/stat, /proc/self/fd and
-// /proc/self/net/netstat are read on every scrape, as client_golang does.
+// shows on the next scrape as before. /proc/self/stat and /proc/self/fd
+// are read on every scrape, as client_golang does.
+//
+// client_golang's process_network_receive_bytes_total and
+// process_network_transmit_bytes_total are left out. They are the IpExt
+// octets of /proc/self/net/netstat: the traffic of the whole network
+// namespace, not of the process (for a host on the node's network, all of
+// the node's traffic, which node_exporter exports as
+// node_netstat_IpExt_InOctets), and a 0 where the kernel prints no IpExt
+// line. Reading them was the largest part of this collector's cost: the
+// kernel formats all of netstat's ~140 fields for two (about 0.1 ms a
+// scrape; docs/design.md).
 //
 // Where /proc cannot be read it is client_golang's collector: the same
 // families, or none, as before.
 type processCollector struct {
 	proc procfs.Proc
 
-	cpuTotal, openFDs, maxFDs, vsize, maxVsize, rss, startTime, inBytes, outBytes *prometheus.Desc
+	cpuTotal, openFDs, maxFDs, vsize, maxVsize, rss, startTime *prometheus.Desc
 
 	mu    sync.Mutex
 	start float64 // process_start_time_seconds, once known
@@ -49,13 +59,11 @@ func newProcessCollector() prometheus.Collector {
 		maxVsize:  desc("process_virtual_memory_max_bytes", "Maximum amount of virtual memory available in bytes."),
 		rss:       desc("process_resident_memory_bytes", "Resident memory size in bytes."),
 		startTime: desc("process_start_time_seconds", "Start time of the process since unix epoch in seconds."),
-		inBytes:   desc("process_network_receive_bytes_total", "Number of bytes received by the process over the network."),
-		outBytes:  desc("process_network_transmit_bytes_total", "Number of bytes sent by the process over the network."),
 	}
 }
 
 func (c *processCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.cpuTotal, c.openFDs, c.maxFDs, c.vsize, c.maxVsize, c.rss, c.startTime, c.inBytes, c.outBytes} {
+	for _, d := range []*prometheus.Desc{c.cpuTotal, c.openFDs, c.maxFDs, c.vsize, c.maxVsize, c.rss, c.startTime} {
 		ch <- d
 	}
 }
@@ -78,17 +86,6 @@ func (c *processCollector) Collect(ch chan<- prometheus.Metric) {
 	if unix.Getrlimit(unix.RLIMIT_NOFILE, &files) == nil && unix.Getrlimit(unix.RLIMIT_AS, &as) == nil {
 		ch <- prometheus.MustNewConstMetric(c.maxFDs, prometheus.GaugeValue, float64(files.Cur))
 		ch <- prometheus.MustNewConstMetric(c.maxVsize, prometheus.GaugeValue, float64(as.Cur))
-	}
-	if netstat, err := c.proc.Netstat(); err == nil {
-		var in, out float64
-		if netstat.InOctets != nil {
-			in = *netstat.InOctets
-		}
-		if netstat.OutOctets != nil {
-			out = *netstat.OutOctets
-		}
-		ch <- prometheus.MustNewConstMetric(c.inBytes, prometheus.CounterValue, in)
-		ch <- prometheus.MustNewConstMetric(c.outBytes, prometheus.CounterValue, out)
 	}
 }
 
