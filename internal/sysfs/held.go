@@ -62,13 +62,17 @@ type dirStamp struct {
 	mtime, ctime int64 // ns since the epoch
 }
 
-// racyWindow is how recent a directory's mtime or ctime may be at a
+// RacyWindow is how recent a directory's mtime or ctime may be at a
 // listing and still be trusted: a filesystem stamps changes with a clock
 // that can be as coarse as a jiffy (and 2 s on FAT), so a change made in
 // the same tick as the listing, after it, would leave the stamp as it was.
 // A directory changed within the window is listed again on the next
 // refresh, as git re-checks a file whose mtime is as new as its index.
-var racyWindow = 2 * time.Second // a variable for the tests of the stamp itself
+// (A tree written just before it is read, as a benchmark's, is re-listed
+// on every read for this long.)
+const RacyWindow = 2 * time.Second
+
+var racyWindow = RacyWindow // a variable for the tests of the stamp itself
 
 // entry is one name of the last listing.
 type entry struct {
