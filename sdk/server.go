@@ -49,6 +49,7 @@ func init() {
 		c.raw = raw
 		return c
 	}
+	sdkhook.RestartWriter = func(w any, send func(*pluginv1.CollectResponse) error) { w.(*Writer).restart(send) }
 	sdkhook.SetNewWriter(func(filter *metricfilter.Filter, prefix string, send func(*pluginv1.CollectResponse) error) *Writer {
 		return newWriter(filter, prefix, 0, send)
 	})
@@ -162,9 +163,7 @@ func (s *server) writer(filter *metricfilter.Filter, prefix string, send func(*p
 		w.recycle = true
 		return w
 	}
-	w.send, w.sendErr, w.errs = send, nil, nil
-	clear(w.reported)
-	w.reset()
+	w.restart(send)
 	return w
 }
 

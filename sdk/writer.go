@@ -83,6 +83,16 @@ func newWriter(filter *metricfilter.Filter, prefix string, batchSamples int, sen
 	return w
 }
 
+// restart readies a flushed Writer for another collect that sends to send:
+// nothing of the last one is kept but memory (the table and maps, and
+// the sent chunks when it recycles them), and the allowlist decisions of
+// the same filter and prefix.
+func (w *Writer) restart(send func(*pluginv1.CollectResponse) error) {
+	w.send, w.sendErr, w.errs = send, nil, nil
+	clear(w.reported)
+	w.reset()
+}
+
 func (w *Writer) reset() {
 	if w.recycle && w.batch != nil {
 		for _, c := range w.batch.Families {

@@ -34,6 +34,11 @@ var newWriter any // a WriterFunc[*sdk.Writer]
 // SetNewWriter is called by package sdk.
 func SetNewWriter[W any](f WriterFunc[W]) { newWriter = f }
 
+// RestartWriter readies w, an *sdk.Writer that was flushed, for another
+// round that sends to send (nil: none yet), keeping its memory: a caller
+// that makes Writers often keeps them in a pool.
+var RestartWriter func(w any, send func(*pluginv1.CollectResponse) error)
+
 // NewWriter returns an *sdk.Writer (W) that hands each full batch, and the
 // errors recorded so far, to send; call its Flush at the end:
 //

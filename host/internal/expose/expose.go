@@ -12,6 +12,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/common/expfmt"
 
@@ -69,8 +70,20 @@ func (t *textWriter) maybeFlush() {
 	}
 }
 
+// textBuffers keeps the text writers' buffers from scrape to scrape (36 kB
+// of garbage a scrape otherwise, the largest single allocation of a small
+// one).
+var textBuffers = sync.Pool{New: func() any { b := make([]byte, 0, flushAt+4096); return &b }}
+
 func writeText(w io.Writer, fams []*merge.Family, om bool) error {
-	t := &textWriter{w: w, buf: make([]byte, 0, flushAt+4096), om: om}
+	bp := textBuffers.Get().(*[]byte)
+	t := &textWriter{w: w, buf: (*bp)[:0], om: om}
+	defer func() {
+		if cap(t.buf) <= 2*(flushAt+4096) { // one huge sample's growth is not kept
+			*bp = t.buf[:0]
+			textBuffers.Put(bp)
+		}
+	}()
 	for _, f := range fams {
 		t.family(f)
 		if t.err != nil {

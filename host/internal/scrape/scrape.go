@@ -21,6 +21,7 @@ import (
 	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/merge"
 	"github.com/plexporter/plexporter/internal/sdkhook"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -40,6 +41,8 @@ type Scraper struct {
 	log          *slog.Logger
 	totals       *counters
 	reg          *prometheus.Registry // the host's own collectors: build, Go runtime, process
+	// The Writers of those and of each scrape's report (hostFamilies).
+	healthWriters, runtimeWriters writerPool
 
 	mu     sync.Mutex
 	rounds map[string]*round // rounds that take new scrapes, by selection (round.go)
@@ -68,6 +71,7 @@ func New(f *fleet.Fleet, filter *metricfilter.Filter, devices *merge.DeviceFilte
 		rounds:       map[string]*round{},
 		logged:       map[string]bool{},
 	}
+	s.healthWriters.filter, s.runtimeWriters.filter = health, filter
 	s.reg.MustRegister(
 		versioncollector.NewCollector("plexporter"),
 		collectors.NewGoCollector(),
@@ -208,14 +212,14 @@ func (s *Scraper) report(r *round, got []bool, m *sharedMerge, arrived, left tim
 	return rep
 }
 
-// hostFamilies gathers the host's collectors and this scrape's report
-// through the same writer and guard as plugin samples. The report gets a
-// registry of its own, made for this scrape, so no other scrape can write
-// into it before it is gathered.
+// hostFamilies writes the host's collectors and this scrape's report
+// through the same writer and guard as plugin samples. The report writes
+// its families itself, from this scrape's own data, so no other scrape can
+// write into them; the runtime families are client_golang's. The filters
+// apply as the Writers write (as a plugin's allowlist does), so one merge
+// guards both.
 func (s *Scraper) hostFamilies(r *report) []*merge.Family {
-	own := prometheus.NewRegistry()
-	own.MustRegister(r)
-	mfs, err := prometheus.Gatherers{s.reg, own}.Gather()
+	mfs, err := s.reg.Gather()
 	if err != nil {
 		s.log.Warn("self-metrics gather", "err", err)
 	}
@@ -230,24 +234,47 @@ func (s *Scraper) hostFamilies(r *report) []*merge.Family {
 			runtime = append(runtime, mf)
 		}
 	}
-	return merge.Concat(s.guardHost(health, s.healthFilter), s.guardHost(runtime, s.filter))
+	var rec batch.Recorder
+	hw := s.healthWriters.get(rec.Send)
+	r.write(hw)
+	hw.WriteFamilies(health)
+	_ = hw.Flush()
+	s.healthWriters.put(hw)
+	rw := s.runtimeWriters.get(rec.Send)
+	rw.WriteFamilies(runtime)
+	_ = rw.Flush()
+	s.runtimeWriters.put(rw)
+	opts := s.opts
+	opts.ReservedPrefixes = nil
+	opts.Filter = nil // applied by the Writers
+	return merge.Merge([]merge.Input{{Plugin: "plexporter", Batches: rec.Batches}}, opts).Families
+}
+
+// writerPool keeps the Writers of the host's own families from scrape to
+// scrape (about 17 kB of tables and maps each, two a scrape). A flushed
+// Writer holds nothing the merge uses: the batches it sent are the
+// Recorder's.
+type writerPool struct {
+	filter *metricfilter.Filter
+	pool   sync.Pool
+}
+
+func (p *writerPool) get(send func(*pluginv1.CollectResponse) error) *sdk.Writer {
+	if w, ok := p.pool.Get().(*sdk.Writer); ok {
+		sdkhook.RestartWriter(w, send)
+		return w
+	}
+	return sdkhook.NewWriter[*sdk.Writer](p.filter, "", send)
+}
+
+// put takes back a flushed Writer, letting go of what it sent.
+func (p *writerPool) put(w *sdk.Writer) {
+	sdkhook.RestartWriter(w, nil)
+	p.pool.Put(w)
 }
 
 // healthPrefix starts the host's own health families.
 const healthPrefix = "plexporter_"
-
-// guardHost passes host families through the same writer and guard as
-// plugin samples, with filter.
-func (s *Scraper) guardHost(mfs []*dto.MetricFamily, filter *metricfilter.Filter) []*merge.Family {
-	var rec batch.Recorder
-	w := sdkhook.NewWriter[*sdk.Writer](nil, "", rec.Send)
-	w.WriteFamilies(mfs)
-	_ = w.Flush()
-	opts := s.opts
-	opts.ReservedPrefixes = nil
-	opts.Filter = filter
-	return merge.Merge([]merge.Input{{Plugin: "plexporter", Batches: rec.Batches}}, opts).Families
-}
 
 // maxLogged bounds the set of causes already logged: causes and error
 // messages come from plugins, and a plugin inventing a new message on every

@@ -1,15 +1,17 @@
 package scrape
 
 import (
+	"cmp"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/supervise"
 	"github.com/plexporter/plexporter/internal/merge"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
+	"github.com/plexporter/plexporter/sdk"
 )
 
 // counters are the self-metrics that outlive a scrape: what the guard
@@ -92,63 +94,63 @@ type scrapeResult struct {
 }
 
 var (
-	descInfo          = prometheus.NewDesc("plexporter_plugin_info", "Plugin identity; 1 for every running plugin.", []string{"plugin", "version", "api_version", "sha256"}, nil)
-	descUp            = prometheus.NewDesc("plexporter_plugin_up", "1 if the plugin process is running and configured, 0 otherwise (crashed, restarting, refused).", []string{"plugin"}, nil)
-	descMisconfigured = prometheus.NewDesc("plexporter_plugin_misconfigured", "1 if the plugin rejects its settings in the config file: it is not started until they change, or, after a rescan, keeps running on its previous ones. The plugin's message is in the log and in `plexporter plugins`.", []string{"plugin"}, nil)
-	descSandboxed     = prometheus.NewDesc("plexporter_plugin_sandboxed", "1 if the plugin runs inside its manifest's sandbox; 0 if it runs with the host's own privileges.", []string{"plugin"}, nil)
-	descRestarts      = prometheus.NewDesc("plexporter_plugin_restarts_total", "Times the plugin was restarted after a crash or a failed start.", []string{"plugin"}, nil)
-	descNextStart     = prometheus.NewDesc("plexporter_plugin_next_start_timestamp_seconds", "When the plugin, in backoff after a crash, a hang or a failed start, is started again (seconds since the epoch); present only while it is in backoff.", []string{"plugin"}, nil)
-	descDuration      = prometheus.NewDesc("plexporter_plugin_scrape_duration_seconds", "How long this scrape waited for the plugin's Collect: until it answered, or until the scrape's deadline (scrape_success 0). A scrape that joined a Collect under way waited only for its rest.", []string{"plugin"}, nil)
-	descSuccess       = prometheus.NewDesc("plexporter_plugin_scrape_success", "1 if the plugin's Collect completed in this scrape (partial errors included), 0 if it failed, timed out or had not answered by the scrape's deadline.", []string{"plugin"}, nil)
-	descSeries        = prometheus.NewDesc("plexporter_plugin_series", "Series the plugin contributed to this scrape after the guard.", []string{"plugin"}, nil)
-	descDropped       = prometheus.NewDesc("plexporter_dropped_series_total", "Series dropped by the guard, by plugin and reason (malformed, invalid_name, label_limit, invalid_label_value, invalid_histogram, invalid_summary, conflict, name_collision, duplicate, series_limit; see the README).", []string{"plugin", "reason"}, nil)
-	descErrors        = prometheus.NewDesc("plexporter_plugin_collect_errors_total", "Partial failures the plugin reported, by the part that failed.", []string{"plugin", "collector"}, nil)
+	descInfo          = sdk.NewDesc("plexporter_plugin_info", sdk.Gauge, "Plugin identity; 1 for every running plugin.", "plugin", "version", "api_version", "sha256")
+	descUp            = sdk.NewDesc("plexporter_plugin_up", sdk.Gauge, "1 if the plugin process is running and configured, 0 otherwise (crashed, restarting, refused).", "plugin")
+	descMisconfigured = sdk.NewDesc("plexporter_plugin_misconfigured", sdk.Gauge, "1 if the plugin rejects its settings in the config file: it is not started until they change, or, after a rescan, keeps running on its previous ones. The plugin's message is in the log and in `plexporter plugins`.", "plugin")
+	descSandboxed     = sdk.NewDesc("plexporter_plugin_sandboxed", sdk.Gauge, "1 if the plugin runs inside its manifest's sandbox; 0 if it runs with the host's own privileges.", "plugin")
+	descRestarts      = sdk.NewDesc("plexporter_plugin_restarts_total", sdk.Counter, "Times the plugin was restarted after a crash or a failed start.", "plugin")
+	descNextStart     = sdk.NewDesc("plexporter_plugin_next_start_timestamp_seconds", sdk.Gauge, "When the plugin, in backoff after a crash, a hang or a failed start, is started again (seconds since the epoch); present only while it is in backoff.", "plugin")
+	descDuration      = sdk.NewDesc("plexporter_plugin_scrape_duration_seconds", sdk.Gauge, "How long this scrape waited for the plugin's Collect: until it answered, or until the scrape's deadline (scrape_success 0). A scrape that joined a Collect under way waited only for its rest.", "plugin")
+	descSuccess       = sdk.NewDesc("plexporter_plugin_scrape_success", sdk.Gauge, "1 if the plugin's Collect completed in this scrape (partial errors included), 0 if it failed, timed out or had not answered by the scrape's deadline.", "plugin")
+	descSeries        = sdk.NewDesc("plexporter_plugin_series", sdk.Gauge, "Series the plugin contributed to this scrape after the guard.", "plugin")
+	descDropped       = sdk.NewDesc("plexporter_dropped_series_total", sdk.Counter, "Series dropped by the guard, by plugin and reason (malformed, invalid_name, label_limit, invalid_label_value, invalid_histogram, invalid_summary, conflict, name_collision, duplicate, series_limit; see the README).", "plugin", "reason")
+	descErrors        = sdk.NewDesc("plexporter_plugin_collect_errors_total", sdk.Counter, "Partial failures the plugin reported, by the part that failed.", "plugin", "collector")
 	// Prometheus's own names for the same thing, so the same alerts work.
-	descReloadOK = prometheus.NewDesc("plexporter_config_last_reload_successful", "1 if the last reading of the config file (at start, SIGHUP, POST /-/reload or a plugin directory change) succeeded; 0 if it failed and the running plugins keep their settings.", nil, nil)
-	descReloadAt = prometheus.NewDesc("plexporter_config_last_reload_success_timestamp_seconds", "When the config file was last read successfully (seconds since the epoch).", nil, nil)
-	descRefused  = prometheus.NewDesc("plexporter_plugin_refused", "1 for a plugin that was found but not run (bad manifest, checksum mismatch, ...); the reason is in the log and in `plexporter plugins`.", []string{"plugin"}, nil)
+	descReloadOK = sdk.NewDesc("plexporter_config_last_reload_successful", sdk.Gauge, "1 if the last reading of the config file (at start, SIGHUP, POST /-/reload or a plugin directory change) succeeded; 0 if it failed and the running plugins keep their settings.")
+	descReloadAt = sdk.NewDesc("plexporter_config_last_reload_success_timestamp_seconds", sdk.Gauge, "When the config file was last read successfully (seconds since the epoch).")
+	descRefused  = sdk.NewDesc("plexporter_plugin_refused", sdk.Gauge, "1 for a plugin that was found but not run (bad manifest, checksum mismatch, ...); the reason is in the log and in `plexporter plugins`.", "plugin")
 )
 
-func (r *report) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInfo, descUp, descMisconfigured, descSandboxed, descRestarts, descNextStart, descDuration, descSuccess, descSeries, descDropped, descErrors, descRefused, descReloadOK, descReloadAt} {
-		ch <- d
-	}
-}
-
-func (r *report) Collect(ch chan<- prometheus.Metric) {
+// write writes the report's families. Series are in a fixed order (the
+// fleet's, then by label values), as a registry would sort them.
+func (r *report) write(w *sdk.Writer) {
 	for _, st := range r.statuses {
 		if st.Info != nil {
-			ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, st.Name, st.Info.GetVersion(), st.Info.GetApiVersion(), st.SHA256)
+			w.Gauge(descInfo, 1, st.Name, st.Info.GetVersion(), st.Info.GetApiVersion(), st.SHA256)
 		}
-		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, b2f(st.Up()), st.Name)
-		ch <- prometheus.MustNewConstMetric(descMisconfigured, prometheus.GaugeValue, b2f(st.Misconfigured()), st.Name)
-		ch <- prometheus.MustNewConstMetric(descSandboxed, prometheus.GaugeValue, b2f(st.Sandboxed), st.Name)
-		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.Restarts), st.Name)
+		w.Gauge(descUp, b2f(st.Up()), st.Name)
+		w.Gauge(descMisconfigured, b2f(st.Misconfigured()), st.Name)
+		w.Gauge(descSandboxed, b2f(st.Sandboxed), st.Name)
+		w.Counter(descRestarts, float64(st.Restarts), st.Name)
 		if st.State == supervise.Backoff && !st.NextStart.IsZero() {
-			ch <- prometheus.MustNewConstMetric(descNextStart, prometheus.GaugeValue, float64(st.NextStart.UnixNano())/1e9, st.Name)
+			w.Gauge(descNextStart, float64(st.NextStart.UnixNano())/1e9, st.Name)
 		}
 		if st.State == supervise.Refused {
-			ch <- prometheus.MustNewConstMetric(descRefused, prometheus.GaugeValue, 1, st.Name)
+			w.Gauge(descRefused, 1, st.Name)
 		}
 		if res, ok := r.scraped[st.Name]; ok {
-			ch <- prometheus.MustNewConstMetric(descDuration, prometheus.GaugeValue, res.seconds, st.Name)
-			ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.GaugeValue, b2f(res.success), st.Name)
-			ch <- prometheus.MustNewConstMetric(descSeries, prometheus.GaugeValue, float64(res.series), st.Name)
+			w.Gauge(descDuration, res.seconds, st.Name)
+			w.Gauge(descSuccess, b2f(res.success), st.Name)
+			w.Gauge(descSeries, float64(res.series), st.Name)
 		}
 	}
 	for _, ref := range r.refused {
-		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0, ref.Plugin.Name)
-		ch <- prometheus.MustNewConstMetric(descRefused, prometheus.GaugeValue, 1, ref.Plugin.Name)
+		w.Gauge(descUp, 0, ref.Plugin.Name)
+		w.Gauge(descRefused, 1, ref.Plugin.Name)
 	}
-	ch <- prometheus.MustNewConstMetric(descReloadOK, prometheus.GaugeValue, b2f(r.reload.Successful))
+	w.Gauge(descReloadOK, b2f(r.reload.Successful))
 	if !r.reload.LastSuccess.IsZero() {
-		ch <- prometheus.MustNewConstMetric(descReloadAt, prometheus.GaugeValue, float64(r.reload.LastSuccess.UnixNano())/1e9)
+		w.Gauge(descReloadAt, float64(r.reload.LastSuccess.UnixNano())/1e9)
 	}
-	for k, v := range r.dropped {
-		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, v, k.Plugin, k.Reason)
+	for _, k := range slices.SortedFunc(maps.Keys(r.dropped), func(a, b merge.DropKey) int {
+		return cmp.Or(strings.Compare(a.Plugin, b.Plugin), strings.Compare(a.Reason, b.Reason))
+	}) {
+		w.Counter(descDropped, r.dropped[k], k.Plugin, k.Reason)
 	}
-	for k, v := range r.errors {
-		ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, v, k[0], k[1])
+	for _, k := range slices.SortedFunc(maps.Keys(r.errors), func(a, b [2]string) int {
+		return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]))
+	}) {
+		w.Counter(descErrors, r.errors[k], k[0], k[1])
 	}
 }
 
