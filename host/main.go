@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"os/signal"
 	"regexp"
 	"slices"
@@ -70,6 +71,16 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == sandbox.ChildArg {
 		sandbox.LaunchChild() // the launcher below a plugin's PID-namespace init; never returns
+	}
+	// One P, unless GOMAXPROCS says otherwise. A scrape is a burst of short
+	// steps handed between goroutines (HTTP, each plugin's stream, the
+	// merge, the encoder); with more Ps the runtime wakes more threads to
+	// share them, and the wakeups cost more CPU than they share
+	// (docs/performance.md, scenario 2: 1.43 -> 1.13 ms of host CPU per
+	// scrape). Concurrent scrapes and plugin streams still overlap their
+	// waits; only their CPU work takes turns.
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+		runtime.GOMAXPROCS(1)
 	}
 	os.Exit(run(os.Args[1:]))
 }
