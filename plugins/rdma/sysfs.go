@@ -348,8 +348,10 @@ func (r *sysfsReader) readCounters(d *deviceData, p *portData, port *sysfs.Dir, 
 			p.lifespan, p.hasLifespan = v, true
 			continue
 		}
-		if n, ok := extNames[name]; ok && kind == countersExt {
-			name = n
+		if kind == countersExt {
+			if n, ok := extNames[name]; ok {
+				name = n
+			}
 		}
 		if seen[name] {
 			continue // one series per name: counters_ext/, then counters/, then hw_counters/ win
