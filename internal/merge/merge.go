@@ -110,7 +110,7 @@ type Family struct {
 	Plugin     string // the plugin that introduced it
 	Parts      []Part
 
-	seen     map[uint64]ref
+	seen     seenSet
 	overflow map[string]struct{}
 	// collides says which series names this family would share, and with
 	// which earlier family; such a family is never exposed
@@ -194,7 +194,7 @@ func Merge(inputs []Input, opts Options) *Result {
 	fams := make([]*Family, 0, len(m.byName))
 	for _, f := range m.byName {
 		if len(f.Parts) > 0 {
-			f.seen, f.overflow = nil, nil
+			f.seen, f.overflow = seenSet{}, nil
 			fams = append(fams, f)
 		}
 	}
@@ -332,8 +332,8 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 		return series
 	}
 	perSample := ch.SeriesPerSample()
-	if f.seen == nil {
-		f.seen = make(map[uint64]ref, max(n, m.sizeHint[name]))
+	if !f.seen.ready() {
+		f.seen.init(max(n, m.sizeHint[name]))
 	}
 	part := Part{Chunk: ch}
 	partIdx := int32(len(f.Parts))
@@ -475,6 +475,63 @@ func (m *merger) badValue(ch *batch.Chunk, lv []uint32) int {
 	return -1
 }
 
+// seenSet is a family's set of series hashes during a merge. Most
+// families are small (an rdma scrape: 57 families of 32 series), and for
+// them a slice scanned in full is cheaper than a map, to fill and to make
+// (a map per family was the merge's largest allocation); a family that
+// grows past smallSeen moves to a map.
+type seenSet struct {
+	small []seenHash
+	big   map[uint64]ref
+}
+
+type seenHash struct {
+	sum uint64
+	ref ref
+}
+
+// smallSeen is the size up to which a seenSet scans a slice.
+const smallSeen = 64
+
+func (s *seenSet) ready() bool { return s.small != nil || s.big != nil }
+
+// init makes the set for about n series.
+func (s *seenSet) init(n int) {
+	if n > smallSeen {
+		s.big = make(map[uint64]ref, n)
+		return
+	}
+	s.small = make([]seenHash, 0, max(n, 1))
+}
+
+func (s *seenSet) get(sum uint64) (ref, bool) {
+	if s.big != nil {
+		r, ok := s.big[sum]
+		return r, ok
+	}
+	for i := range s.small {
+		if s.small[i].sum == sum {
+			return s.small[i].ref, true
+		}
+	}
+	return ref{}, false
+}
+
+func (s *seenSet) put(sum uint64, r ref) {
+	if s.big == nil && len(s.small) < smallSeen {
+		s.small = append(s.small, seenHash{sum, r})
+		return
+	}
+	if s.big == nil {
+		s.big = make(map[uint64]ref, 4*smallSeen)
+		for _, e := range s.small {
+			s.big[e.sum] = e.ref
+		}
+		s.small = nil
+	}
+	s.big[sum] = r
+}
+
 // duplicate records the series and reports whether it was seen before.
 func (f *Family) duplicate(h *maphash.Hash, ch *batch.Chunk, lv []uint32, part *Part, partIdx, sample int32) bool {
 	h.Reset()
@@ -483,9 +540,9 @@ func (f *Family) duplicate(h *maphash.Hash, ch *batch.Chunk, lv []uint32, part *
 		h.WriteByte(0xff) // not valid UTF-8, so it cannot occur inside a value
 	}
 	sum := h.Sum64()
-	prev, ok := f.seen[sum]
+	prev, ok := f.seen.get(sum)
 	if !ok {
-		f.seen[sum] = ref{partIdx, sample}
+		f.seen.put(sum, ref{partIdx, sample})
 		return false
 	}
 	// Same hash: compare the strings; a true collision goes to the overflow set.

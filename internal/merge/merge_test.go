@@ -1,6 +1,7 @@
 package merge_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,6 +55,39 @@ func TestDuplicatesFirstWins(t *testing.T) {
 	f := r.Families[0]
 	if v := f.Parts[0].Chunk.Value(f.Parts[0].Index(0)); v != 1 {
 		t.Fatalf("first d0 value = %v", v)
+	}
+}
+
+// A family's set of seen series is a slice up to 64 series and a map
+// beyond (seenSet): duplicates are found on both sides of the switch, of
+// series recorded before it and after, within one plugin and across two.
+func TestDuplicatesFoundInSmallAndLargeFamilies(t *testing.T) {
+	for _, n := range []int{1, 63, 64, 65, 200} {
+		a := batchtest.Record(func(w *sdk.Writer) {
+			for i := range n {
+				w.Gauge(up, float64(i), "d"+strconv.Itoa(i))
+			}
+			w.Gauge(up, -1, "d0")                  // recorded first
+			w.Gauge(up, -1, "d"+strconv.Itoa(n-1)) // recorded last
+		})
+		b := batchtest.Record(func(w *sdk.Writer) {
+			w.Gauge(up, -2, "d"+strconv.Itoa(n/2))
+			w.Gauge(up, 1, "new")
+		})
+		r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}, {Plugin: "b", Batches: b}}, merge.Options{})
+		if got := len(series(r, "x_up")); got != n+1 {
+			t.Errorf("n=%d: %d series, want %d", n, got, n+1)
+		}
+		if r.Drops[merge.DropKey{"a", merge.ReasonDuplicate}] != 2 || r.Drops[merge.DropKey{"b", merge.ReasonDuplicate}] != 1 {
+			t.Errorf("n=%d: drops = %v", n, r.Drops)
+		}
+		for _, p := range r.Families[0].Parts {
+			for k := range p.Samples() {
+				if v := p.Chunk.Value(p.Index(k)); v < 0 && p.Chunk.LabelValue(p.Index(k), 0) != "new" {
+					t.Errorf("n=%d: a duplicate's value %v was kept over the first", n, v)
+				}
+			}
+		}
 	}
 }
 
