@@ -29,14 +29,14 @@ var nfsVariants = map[string]variant{
 
 // sunrpcTypes are the sunrpc module's types for the programs' CO-RE
 // relocations (cilium/ebpf relocates against vmlinux only unless told),
-// read from /sys/kernel/btf/sunrpc; none when sunrpc is built in (its
-// types are vmlinux's) or not loaded.
-func sunrpcTypes() *ebpf.CollectionOptions {
-	spec, err := btf.LoadKernelModuleSpec("sunrpc")
+// read from /sys/kernel/btf/sunrpc on top of the kernel's own; none
+// when sunrpc is built in (its types are vmlinux's) or not loaded.
+func sunrpcTypes(kernel *btf.Cache) ebpf.ProgramOptions {
+	spec, err := kernel.Module("sunrpc")
 	if err != nil {
-		return nil
+		return ebpf.ProgramOptions{}
 	}
-	return &ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{ExtraRelocationTargets: []*btf.Spec{spec}}}
+	return ebpf.ProgramOptions{ExtraRelocationTargets: []*btf.Spec{spec}}
 }
 
 // Index of nfs_counters (enum nfs_counter).

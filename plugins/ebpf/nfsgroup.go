@@ -82,7 +82,8 @@ func (p *plugin) refreshNFSLatency() {
 		return // failed for this mount table already: reported once
 	}
 	p.nfs.triedFor, p.nfs.tried = fingerprint, true
-	if !forced && !sunrpcLoaded(p.tracefs) {
+	defer p.beginLoads()()
+	if !forced && !sunrpcLoaded(p.tracefs, p.kernelTypes) {
 		// A mount table that is not this kernel's (a container's view of
 		// another root) or a client not loaded yet: nothing to count.
 		p.logf("ebpf programs not loaded", "group", collectorNFSLatency, "reason", "NFS is mounted in "+p.mounts+" but this kernel has no NFS client (sunrpc) loaded; tried again when the NFS mounts change (nfs_latency: true tries and reports the failure)")
@@ -93,7 +94,7 @@ func (p *plugin) refreshNFSLatency() {
 		p.failLater(collectorNFSLatency, fmt.Errorf("nfs_latency programs: %w", err))
 		return
 	}
-	running, states, err := loadGroup(collectorNFSLatency, spec, p.cfg.attachVariants(collectorNFSLatency), p.tracefs, sunrpcTypes(), p.logf)
+	running, states, err := loadGroup(collectorNFSLatency, spec, p.cfg.attachVariants(collectorNFSLatency), p.tracefs, p.loadOptions(sunrpcTypes(p.kernelTypes)), p.logf)
 	p.nfs.states = states
 	if err != nil {
 		p.failLater(collectorNFSLatency, fmt.Errorf("%w (the kernel's NFS client, sunrpc, must be loaded: it is once an NFS file system is mounted)", err))
@@ -158,12 +159,13 @@ func (p *plugin) writeNFS(w *sdk.Writer) error {
 // whose event the programs attach to: the sunrpc module's BTF, the event's
 // type in the kernel's own BTF (sunrpc built in), or its tracefs directory.
 // Without it neither mode can load, and on a node that mounts NFS it is
-// loaded by the first mount, which changes the mount table.
-func sunrpcLoaded(tracefs string) bool {
+// loaded by the first mount, which changes the mount table. kernel holds
+// the kernel's types, decoded once for this check and the load after it.
+func sunrpcLoaded(tracefs string, kernel *btf.Cache) bool {
 	if _, err := os.Stat("/sys/kernel/btf/sunrpc"); err == nil {
 		return true
 	}
-	if spec, err := btf.LoadKernelSpec(); err == nil {
+	if spec, err := kernel.Kernel(); err == nil {
 		if _, err := spec.AnyTypeByName("btf_trace_rpc_stats_latency"); err == nil {
 			return true
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/plexporter/plexporter/sdk"
@@ -33,13 +34,16 @@ type plugin struct {
 	rttTotals *rttTotals
 	nfs       nfsLatency
 	programs  []programState
-	devices   *deviceNamer
-	retrans   *retransmitTotals
-	watch     watchState
-	errors    map[string]float64 // cumulative, by collector
-	pending   []pendingError     // failures since the last Collect
-	stop      chan struct{}
-	done      chan struct{}
+	// kernelTypes is the kernel's BTF shared by the loads in progress
+	// (beginLoads), nil between them.
+	kernelTypes *btf.Cache
+	devices     *deviceNamer
+	retrans     *retransmitTotals
+	watch       watchState
+	errors      map[string]float64 // cumulative, by collector
+	pending     []pendingError     // failures since the last Collect
+	stop        chan struct{}
+	done        chan struct{}
 }
 
 type pendingError struct {
@@ -95,6 +99,7 @@ func (p *plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 	p.nfs = nfsLatency{}
 	p.programs = nil
 	p.pending = nil
+	defer p.beginLoads()() // before p.mu.Unlock: end runs with the lock held
 
 	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK; later ones
 	// to the cgroup, and this is a no-op.
@@ -143,7 +148,7 @@ func (p *plugin) loadGroup(group, collector string, specFor func() (*ebpf.Collec
 		p.failLater(collector, fmt.Errorf("%s programs: %w", group, err))
 		return nil
 	}
-	running, states, err := loadGroup(group, spec, p.cfg.attachVariants(group), p.tracefs, nil, p.logf)
+	running, states, err := loadGroup(group, spec, p.cfg.attachVariants(group), p.tracefs, p.loadOptions(ebpf.ProgramOptions{}), p.logf)
 	p.programs = append(p.programs, states...)
 	if err != nil {
 		p.failLater(collector, err)
