@@ -107,7 +107,7 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 		// named; ours only to the socket the runner checked (runner.go).
 		GRPCDialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return run.dial(ctx)
-		}), grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow)},
+		})},
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
@@ -283,12 +283,3 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return strings.TrimSpace(line)
 }
-
-// streamWindow is the HTTP/2 flow-control window the host grants a
-// plugin's connection and each of its streams: one full batch
-// (sdk.DefaultBatchBytes). gRPC's default, 64 KiB grown by its bandwidth
-// estimate, made a plugin sending a 140 kB collect stop for the host's
-// WINDOW_UPDATE, one more wakeup of both processes each time. The window
-// is credit, not a buffer: the host reads every stream to the end as it
-// arrives and keeps what it decoded within the collect's budget anyway.
-const streamWindow = 1 << 20
