@@ -147,6 +147,7 @@ func allChecks(ready time.Duration) []check {
 		{name: "ethtool/e1000e-driver-stats", run: func(l *lab) error { return checkDriverStats(l, "eth1", "e1000e") }},
 		{name: "ethtool/standard-stats", run: checkStandardStats},
 		{name: "ebpf/attach", run: checkEBPFAttach},
+		{name: "ebpf/memory-returned", run: checkEBPFMemory},
 		{name: "ebpf/disk-io", run: checkEBPFDisk},
 		{name: "ebpf/tcp-connections", run: checkEBPFConnections},
 		{name: "ebpf/nfs-latency", run: checkEBPFNFSLatency},
