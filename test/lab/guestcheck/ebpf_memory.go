@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs"
 )
 
 // ebpfMaxExtraAnon bounds how much more anonymous memory (Go heap and
@@ -63,33 +62,18 @@ func checkEBPFMemory(l *lab) error {
 	return nil
 }
 
-// statusSizes is /proc/<pid>/status's size fields ("VmRSS: 1234 kB") in
-// bytes.
+// statusSizes is the size fields of /proc/<pid>/status the check reads,
+// in bytes, keyed by their names there.
 func statusSizes(pid int) (map[string]uint64, error) {
-	path := fmt.Sprintf("/proc/%d/status", pid)
-	f, err := os.Open(path)
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	out := map[string]uint64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, value, _ := strings.Cut(sc.Text(), ":")
-		fields := strings.Fields(value)
-		if len(fields) != 2 || fields[1] != "kB" {
-			continue
-		}
-		n, err := strconv.ParseUint(fields[0], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, key, err)
-		}
-		out[key] = n << 10
+	st, err := p.NewStatus()
+	if err != nil {
+		return nil, fmt.Errorf("/proc/%d/status: %w", pid, err)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return out, nil
+	return map[string]uint64{"RssAnon": st.RssAnon, "VmRSS": st.VmRSS, "VmHWM": st.VmHWM}, nil
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
