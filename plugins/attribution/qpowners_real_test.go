@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/mdlayher/netlink/nltest"
 
 	"github.com/plexporter/plexporter/internal/rdmanl"
+	"github.com/plexporter/plexporter/internal/rdmanl/rdmanltest"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
@@ -22,32 +22,6 @@ import (
 // client ran in job 4242's cgroup, with `rdma -j resource show qp` and
 // the rping processes' /proc/<pid>/cgroup at the same moment.
 const realDir = "testdata/nl-real"
-
-// readMessages splits a capture of netlink datagrams into its messages.
-func readMessages(t testing.TB, path string) []netlink.Message {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []netlink.Message
-	for len(b) > 0 {
-		if len(b) < 16 {
-			t.Fatalf("%s: trailing %d bytes", path, len(b))
-		}
-		l := int(binary.NativeEndian.Uint32(b))
-		if l < 16 || l > len(b) {
-			t.Fatalf("%s: bad message length %d", path, l)
-		}
-		var m netlink.Message
-		if err := m.UnmarshalBinary(b[:l]); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, m)
-		b = b[min((l+3)&^3, len(b)):]
-	}
-	return out
-}
 
 // iproute2QP is one entry of `rdma -j resource show qp`.
 type iproute2QP struct {
@@ -64,7 +38,7 @@ type iproute2QP struct {
 // in brackets.
 func TestParseQPDumpRealKernel(t *testing.T) {
 	var got []queuePair
-	for _, m := range readMessages(t, filepath.Join(realDir, "resp_res_qp_dump_rxe0.bin")) {
+	for _, m := range rdmanltest.ReadMessages(t, filepath.Join(realDir, "resp_res_qp_dump_rxe0.bin")) {
 		if m.Header.Type == netlink.Done || m.Header.Type == netlink.Error {
 			continue
 		}
@@ -126,7 +100,7 @@ func TestRDMAQPOwnersRealKernel(t *testing.T) {
 	if pids != 2 {
 		t.Fatalf("owners.txt names %d rping processes, want 2", pids)
 	}
-	dump := readMessages(t, filepath.Join(realDir, "resp_res_qp_dump_rxe0.bin"))
+	dump := rdmanltest.ReadMessages(t, filepath.Join(realDir, "resp_res_qp_dump_rxe0.bin"))
 	fn := func(reqs []netlink.Message) ([]netlink.Message, error) {
 		var out []netlink.Message
 		for _, req := range reqs {

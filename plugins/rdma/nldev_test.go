@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,34 +12,9 @@ import (
 
 	"github.com/mdlayher/netlink"
 	"github.com/mdlayher/netlink/nltest"
-)
 
-// readMessages splits a recorded .bin file (one or more netlink messages)
-// into messages.
-func readMessages(t testing.TB, path string) []netlink.Message {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []netlink.Message
-	for len(b) > 0 {
-		if len(b) < 16 {
-			t.Fatalf("%s: trailing %d bytes", path, len(b))
-		}
-		l := int(binary.NativeEndian.Uint32(b[:4]))
-		if l < 16 || l > len(b) {
-			t.Fatalf("%s: bad message length %d", path, l)
-		}
-		var m netlink.Message
-		if err := m.UnmarshalBinary(b[:l]); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, m)
-		b = b[(l+3)&^3:]
-	}
-	return out
-}
+	"github.com/plexporter/plexporter/internal/rdmanl/rdmanltest"
+)
 
 // exchangeFile is one recorded request and the files holding its replies.
 type exchangeFile struct {
@@ -89,7 +63,7 @@ func (r *replay) fn(reqs []netlink.Message) ([]netlink.Message, error) {
 			reply = rep
 		} else {
 			for _, ex := range r.table {
-				rec := readMessages(r.t, ex.req)
+				rec := rdmanltest.ReadMessages(r.t, ex.req)
 				if len(rec) != 1 {
 					r.t.Fatalf("%s: %d messages", ex.req, len(rec))
 				}
@@ -97,7 +71,7 @@ func (r *replay) fn(reqs []netlink.Message) ([]netlink.Message, error) {
 					continue
 				}
 				for _, f := range ex.resps {
-					reply = append(reply, readMessages(r.t, f)...)
+					reply = append(reply, rdmanltest.ReadMessages(r.t, f)...)
 				}
 				break
 			}
@@ -151,7 +125,7 @@ func TestRequestsAreByteExact(t *testing.T) {
 		{real("req_stat_qp_dump_rxe0_p1.bin"), qpDump},
 		{synth("req_stat_qp_dump_dev0_port1.bin"), qpDump},
 	} {
-		rec := readMessages(t, c.file)[0]
+		rec := rdmanltest.ReadMessages(t, c.file)[0]
 		var got netlink.Message
 		c.run(&nldevClient{conn: nltest.Dial(func(reqs []netlink.Message) ([]netlink.Message, error) {
 			if reqs != nil {
@@ -256,7 +230,7 @@ func TestRealCaptureReplies(t *testing.T) {
 
 // A dump error arrives in NLMSG_DONE, not NLMSG_ERROR.
 func TestDumpErrorInDone(t *testing.T) {
-	done := readMessages(t, real("resp_stat_get_dump_nores_01.bin"))
+	done := rdmanltest.ReadMessages(t, real("resp_stat_get_dump_nores_01.bin"))
 	cl := &nldevClient{conn: nltest.Dial(func(reqs []netlink.Message) ([]netlink.Message, error) {
 		if reqs == nil {
 			return nil, io.EOF
@@ -340,8 +314,8 @@ func FuzzParseNetlinkAttrs(f *testing.F) {
 // the reply: it is read with the reply, so the next request on the
 // connection gets its own answer.
 func TestDoitACKInItsOwnDatagram(t *testing.T) {
-	reply := readMessages(t, real("resp_stat_get_rxe0_p1_01.bin"))
-	ack := readMessages(t, real("resp_stat_get_rxe0_p1_02.bin"))
+	reply := rdmanltest.ReadMessages(t, real("resp_stat_get_rxe0_p1_01.bin"))
+	ack := rdmanltest.ReadMessages(t, real("resp_stat_get_rxe0_p1_02.bin"))
 	var pending []netlink.Message // the ACK, delivered on the next read
 	stamp := func(ms []netlink.Message, seq uint32) []netlink.Message {
 		out := append([]netlink.Message(nil), ms...)
