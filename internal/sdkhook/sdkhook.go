@@ -35,7 +35,7 @@ var newWriter any // a WriterFunc[*sdk.Writer]
 func SetNewWriter[W any](f WriterFunc[W]) { newWriter = f }
 
 // RestartWriter readies w, an *sdk.Writer that was flushed, for another
-// round that sends to send (nil: none yet), keeping its memory: a caller
+// round that sends to send, keeping its memory: a caller
 // that makes Writers often keeps them in a pool.
 var RestartWriter func(w any, send func(*pluginv1.CollectResponse) error)
 

@@ -235,15 +235,11 @@ func (s *Scraper) hostFamilies(r *report) []*merge.Family {
 		}
 	}
 	var rec batch.Recorder
-	hw := s.healthWriters.get(rec.Send)
-	r.write(hw)
-	hw.WriteFamilies(health)
-	_ = hw.Flush()
-	s.healthWriters.put(hw)
-	rw := s.runtimeWriters.get(rec.Send)
-	rw.WriteFamilies(runtime)
-	_ = rw.Flush()
-	s.runtimeWriters.put(rw)
+	s.healthWriters.write(rec.Send, func(w *sdk.Writer) {
+		r.write(w)
+		w.WriteFamilies(health)
+	})
+	s.runtimeWriters.write(rec.Send, func(w *sdk.Writer) { w.WriteFamilies(runtime) })
 	opts := s.opts
 	opts.ReservedPrefixes = nil
 	opts.Filter = nil // applied by the Writers
@@ -253,23 +249,25 @@ func (s *Scraper) hostFamilies(r *report) []*merge.Family {
 // writerPool keeps the Writers of the host's own families from scrape to
 // scrape (about 17 kB of tables and maps each, two a scrape). A flushed
 // Writer holds nothing the merge uses: the batches it sent are the
-// Recorder's.
+// Recorder's. A pooled Writer still names the last scrape's chunks until
+// it is restarted for the next: a few kB, and the pool lets go of it at
+// the next collections.
 type writerPool struct {
 	filter *metricfilter.Filter
 	pool   sync.Pool
 }
 
-func (p *writerPool) get(send func(*pluginv1.CollectResponse) error) *sdk.Writer {
-	if w, ok := p.pool.Get().(*sdk.Writer); ok {
+// write runs fill on a Writer of the pool's filter that sends to send,
+// then flushes it.
+func (p *writerPool) write(send func(*pluginv1.CollectResponse) error, fill func(*sdk.Writer)) {
+	w, ok := p.pool.Get().(*sdk.Writer)
+	if ok {
 		sdkhook.RestartWriter(w, send)
-		return w
+	} else {
+		w = sdkhook.NewWriter[*sdk.Writer](p.filter, "", send)
 	}
-	return sdkhook.NewWriter[*sdk.Writer](p.filter, "", send)
-}
-
-// put takes back a flushed Writer, letting go of what it sent.
-func (p *writerPool) put(w *sdk.Writer) {
-	sdkhook.RestartWriter(w, nil)
+	fill(w)
+	_ = w.Flush() // the Recorder's Send never fails
 	p.pool.Put(w)
 }
 
