@@ -518,11 +518,11 @@ func (s *seenSet) get(sum uint64) (ref, bool) {
 }
 
 func (s *seenSet) put(sum uint64, r ref) {
-	if s.big == nil && len(s.small) < smallSeen {
-		s.small = append(s.small, seenHash{sum, r})
-		return
-	}
 	if s.big == nil {
+		if len(s.small) < smallSeen {
+			s.small = append(s.small, seenHash{sum, r})
+			return
+		}
 		s.big = make(map[uint64]ref, 4*smallSeen)
 		for _, e := range s.small {
 			s.big[e.sum] = e.ref
