@@ -278,7 +278,12 @@ func checkSBOM(t testing.TB, sbomPath, binary string) {
 		Metadata  struct {
 			Timestamp string `json:"timestamp"`
 			Component struct {
-				Name string `json:"name"`
+				Name     string `json:"name"`
+				Licenses []struct {
+					License struct {
+						ID string `json:"id"`
+					} `json:"license"`
+				} `json:"licenses"`
 			} `json:"component"`
 		} `json:"metadata"`
 		Components []struct {
@@ -291,6 +296,9 @@ func checkSBOM(t testing.TB, sbomPath, binary string) {
 	}
 	if bom.BOMFormat != "CycloneDX" || bom.Metadata.Component.Name != "github.com/plexporter/plexporter" {
 		t.Errorf("%s: bomFormat %q, main component %q; want a CycloneDX SBOM of github.com/plexporter/plexporter", sbomPath, bom.BOMFormat, bom.Metadata.Component.Name)
+	}
+	if l := bom.Metadata.Component.Licenses; len(l) != 1 || l[0].License.ID != "Apache-2.0" {
+		t.Errorf("%s: the main component's licenses are %+v, want Apache-2.0 (LICENSE)", sbomPath, l)
 	}
 	if bom.Serial != "" || bom.Metadata.Timestamp != "" {
 		t.Errorf("%s has a serial number or timestamp: the packages would not be reproducible", sbomPath)
@@ -334,5 +342,30 @@ func sameFile(t testing.TB, got, want string) {
 	}
 	if !bytes.Equal(a, b) {
 		t.Errorf("%s differs from %s", got, want)
+	}
+}
+
+// checkCopyright checks a package's /usr/share/doc/<package>/copyright:
+// Debian's machine-readable format (DEP-5), the project's license as in
+// LICENSE, and the pointer to the SBOM for the modules linked in.
+func checkCopyright(t testing.TB, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	first, _, _ := strings.Cut(text, "\n")
+	if first != "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" {
+		t.Errorf("%s: first line %q is not the machine-readable format's Format field", path, first)
+	}
+	for _, want := range []string{"\nUpstream-Name: plexporter\n", "\nFiles: *\n", "\nLicense: Apache-2.0\n", "/usr/share/common-licenses/Apache-2.0", "sbom.cdx.json"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q", path, want)
+		}
+	}
+	license, err := os.ReadFile(filepath.Join(repoRoot(t), "LICENSE"))
+	if err != nil || !strings.Contains(string(license), "Apache License\n                           Version 2.0, January 2004") {
+		t.Errorf("LICENSE is not the Apache License 2.0 the copyright file names (%v)", err)
 	}
 }

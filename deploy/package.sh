@@ -71,9 +71,19 @@ rm -f "$PKG_OUT"/*.deb "$PKG_OUT"/*.cdx.json "$PKG_OUT/SHA256SUMS"
 # sbom <package name> <binary>: what went into the binary, read from its
 # build information (modules with their go.sum hashes, the Go version and
 # standard library, build settings).
+# The main component's license (LICENSE) is added here: cyclonedx-gomod
+# detects licenses only by downloading every module, the project's own
+# included, which is slow and needs the network; the project's license is
+# known.
 sbom() {
 	"$CYCLONEDX" bin -json -std -noserial -notimestamp -version "$VERSION" \
 		-output "$PKG_BUILD/sbom/$1.cdx.json" "$2"
+	sed -i '0,/^      "name": "github.com\/plexporter\/plexporter",$/s//&\n      "licenses": [{"license": {"id": "Apache-2.0"}}],/' \
+		"$PKG_BUILD/sbom/$1.cdx.json"
+	grep -q '"licenses": \[{"license": {"id": "Apache-2.0"}}\]' "$PKG_BUILD/sbom/$1.cdx.json" || {
+		echo "package.sh: could not add the license to $1's SBOM (cyclonedx-gomod's output changed?)" >&2
+		exit 1
+	}
 }
 deb() { # deb <package name> <nfpm config>
 	"$NFPM" package --config "$2" --packager deb --target "$PKG_OUT/" >/dev/null

@@ -96,6 +96,7 @@ func TestHostPackage(t *testing.T) {
 		"/etc/plexporter/plexporter.yml":             "-rw-r--r--",
 		"/etc/default/plexporter":                    "-rw-r--r--",
 		"/usr/share/doc/plexporter/sbom.cdx.json":    "-rw-r--r--",
+		"/usr/share/doc/plexporter/copyright":        "-rw-r--r--",
 	}
 	roles, _ := filepath.Glob(filepath.Join(root, "deploy", "roles", "*", "*"))
 	if len(roles) == 0 {
@@ -136,6 +137,7 @@ func TestHostPackage(t *testing.T) {
 	} {
 		sameFile(t, filepath.Join(fs, dst), filepath.Join(root, src))
 	}
+	checkCopyright(t, filepath.Join(fs, "usr/share/doc/plexporter/copyright"))
 	host := filepath.Join(fs, "usr/bin/plexporter")
 	checkStatic(t, host)
 	checkSBOM(t, filepath.Join(fs, "usr/share/doc/plexporter/sbom.cdx.json"), host)
@@ -217,6 +219,7 @@ func TestPluginPackages(t *testing.T) {
 			bin + ".yaml":                          "-rw-r--r--",
 			"/usr/share/doc/" + pkg + "/README.md": "-rw-r--r--",
 			"/usr/share/doc/" + pkg + "/sbom.cdx.json": "-rw-r--r--",
+			"/usr/share/doc/" + pkg + "/copyright":     "-rw-r--r--",
 		})
 		fs, control := extract(t, deb)
 		if c := conffiles(t, control); len(c) > 0 {
@@ -229,6 +232,7 @@ func TestPluginPackages(t *testing.T) {
 			checkStatic(t, filepath.Join(fs, bin))
 		}
 		checkSBOM(t, filepath.Join(fs, "usr/share/doc", pkg, "sbom.cdx.json"), filepath.Join(fs, bin))
+		checkCopyright(t, filepath.Join(fs, "usr/share/doc", pkg, "copyright"))
 	}
 	var made []string
 	for name := range b.Debs {
