@@ -24,7 +24,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Revision=$(REVISION) \
             -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build collectors run demo test unit lint cross conformance proto proto-check tools bench clean package image-rootfs lab python-example python-stubs python-stubs-check ebpf-generate-check
+.PHONY: all build collectors run demo test test-stress unit lint cross conformance proto proto-check tools bench clean package image-rootfs lab python-example python-stubs python-stubs-check ebpf-generate-check
 
 all: build
 
@@ -74,6 +74,13 @@ demo: build
 
 ## test: everything CI checks
 test: lint cross proto-check unit conformance
+
+## test-stress: the timing-sensitive packages with -count=3 while stress-ng
+##              loads the machine (test/stress/run.sh; 30-60 min, not in CI;
+##              results in docs/testing.md). PACKAGES, COUNT, STRESS, RUN
+##              narrow it, e.g. make test-stress PACKAGES=./host/ COUNT=1
+test-stress:
+	GO=$(GO) test/stress/run.sh
 
 ## conformance: `plexporter plugin check` (docs/plugin-protocol.md, The
 ##              runner's rules) on every plugin the build makes, in its
