@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/prometheus/procfs/blockdevice"
 
@@ -13,9 +18,9 @@ import (
 
 // Field counts of a diskstats line (major, minor and name included): the
 // kernel prints 14 before 4.18, 18 with the discard fields, 20 with the
-// flush fields from 5.5 on. procfs parses whatever a line has and drops a
-// line with fewer than 14.
+// flush fields from 5.5 on. Numbers a later kernel appends are ignored.
 const (
+	diskstatsMinFields     = 14
 	diskstatsDiscardFields = 18
 	diskstatsFlushFields   = 20
 )
@@ -31,14 +36,17 @@ const sectorBytes = 512 // diskstats counts 512-byte sectors whatever the device
 // nvme0n1p1 its partition, but mmcblk0 and md0 are disks whose names end
 // in digits like a partition's, and dm-0 or loop0 can have partitions too.
 func writeDiskstats(w *sdk.Writer, src sources, re *regexp.Regexp, fail failFunc) {
-	stats, err := src.block.ProcDiskstats()
+	path := filepath.Join(src.procRoot, "diskstats")
+	f, err := os.Open(path)
 	if err != nil {
-		// procfs stops at the first line it cannot parse and returns the
-		// lines before it: export those, count the failure.
-		fail(collectorDiskstats, fmt.Errorf("%s: %w", filepath.Join(src.procRoot, "diskstats"), err))
-		if len(stats) == 0 {
-			return
-		}
+		fail(collectorDiskstats, err)
+		return
+	}
+	stats, bad, err := parseDiskstats(f, path)
+	f.Close()
+	if err != nil {
+		fail(collectorDiskstats, err)
+		return
 	}
 	disks, err := src.block.SysBlockDevices()
 	if err != nil {
@@ -51,6 +59,10 @@ func writeDiskstats(w *sdk.Writer, src sources, re *regexp.Regexp, fail failFunc
 			wanted[d] = true
 		}
 	}
+	for _, b := range bad {
+		fail(collectorDiskstats, b)
+		delete(wanted, b.device) // reported: that line is the disk's error
+	}
 	for i := range stats {
 		d := &stats[i]
 		if !wanted[d.DeviceName] {
@@ -59,16 +71,87 @@ func writeDiskstats(w *sdk.Writer, src sources, re *regexp.Regexp, fail failFunc
 		delete(wanted, d.DeviceName)
 		writeDisk(w, d)
 	}
-	// A disk whose line procfs dropped (fewer than 14 fields) is counted,
-	// not silently missing.
+	// A whole disk the file has no line for is counted, not silently
+	// missing.
 	missing := make([]string, 0, len(wanted))
 	for d := range wanted {
 		missing = append(missing, d)
 	}
 	slices.Sort(missing)
 	for _, d := range missing {
-		fail(collectorDiskstats, fmt.Errorf("%s: no line of 14 or more fields for disk %s", filepath.Join(src.procRoot, "diskstats"), d))
+		fail(collectorDiskstats, fmt.Errorf("%s: no line for disk %s", path, d))
 	}
+}
+
+// badDiskstatsLine is a line of diskstats that could not be read; device
+// is its third field, when it has one.
+type badDiskstatsLine struct {
+	device string
+	err    error
+}
+
+func (b badDiskstatsLine) Error() string { return b.err.Error() }
+
+// parseDiskstats reads diskstats line by line into procfs' type. procfs'
+// own reader (blockdevice.FS.ProcDiskstats) stops at the first line it
+// cannot scan, so one bad line would drop every disk listed after it, and
+// it exports no parser of one line; this one keeps every line it can read
+// and returns each it cannot (fewer than 14 fields, a field that is not a
+// number), naming the file and the line. err is a read error of the file.
+func parseDiskstats(r io.Reader, path string) (stats []blockdevice.Diskstats, bad []badDiskstatsLine, err error) {
+	s := bufio.NewScanner(r)
+	for n := 1; s.Scan(); n++ {
+		ss := strings.Fields(s.Text())
+		if len(ss) == 0 {
+			continue
+		}
+		d, err := parseDiskstatsLine(ss)
+		if err != nil {
+			b := badDiskstatsLine{err: fmt.Errorf("%s line %d: %w: %q", path, n, err, s.Text())}
+			if len(ss) >= 3 {
+				b.device = ss[2]
+			}
+			bad = append(bad, b)
+			continue
+		}
+		stats = append(stats, d)
+	}
+	if err := s.Err(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return stats, bad, nil
+}
+
+func parseDiskstatsLine(ss []string) (blockdevice.Diskstats, error) {
+	var d blockdevice.Diskstats
+	if len(ss) < diskstatsMinFields {
+		return d, fmt.Errorf("%d fields, the kernel prints at least %d", len(ss), diskstatsMinFields)
+	}
+	n := min(len(ss), diskstatsFlushFields)
+	for i, p := range []*uint32{&d.MajorNumber, &d.MinorNumber} {
+		v, err := strconv.ParseUint(ss[i], 10, 32)
+		if err != nil {
+			return d, fmt.Errorf("field %d: %w", i+1, err)
+		}
+		*p = uint32(v)
+	}
+	d.DeviceName = ss[2]
+	st := &d.IOStats
+	for i, p := range []*uint64{
+		&st.ReadIOs, &st.ReadMerges, &st.ReadSectors, &st.ReadTicks,
+		&st.WriteIOs, &st.WriteMerges, &st.WriteSectors, &st.WriteTicks,
+		&st.IOsInProgress, &st.IOsTotalTicks, &st.WeightedIOTicks,
+		&st.DiscardIOs, &st.DiscardMerges, &st.DiscardSectors, &st.DiscardTicks,
+		&st.FlushRequestsCompleted, &st.TimeSpentFlushing,
+	}[:n-3] {
+		v, err := strconv.ParseUint(ss[3+i], 10, 64)
+		if err != nil {
+			return d, fmt.Errorf("field %d: %w", 4+i, err)
+		}
+		*p = v
+	}
+	d.IoStatsCount = n
+	return d, nil
 }
 
 func writeDisk(w *sdk.Writer, d *blockdevice.Diskstats) {

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -157,7 +159,7 @@ func TestGoldenOldKernelWithoutPSI(t *testing.T) {
 
 // TestBadInput: a PSI line of an unknown shape fails that resource's file
 // only; a PSI line of an unknown kind is skipped; a diskstats line too
-// short to parse is counted against its disk; an 18-field line has
+// short to parse is one error naming the line; an 18-field line has
 // discards but no flushes. Each is a counted partial error, never a failed
 // scrape.
 func TestBadInput(t *testing.T) {
@@ -188,9 +190,59 @@ func TestBadInput(t *testing.T) {
 		if e.GetCollector() == collectorPressureIO && !strings.Contains(e.GetMessage(), "/proc/pressure/io: ") {
 			t.Errorf("pressure error %q does not name the file", e.GetMessage())
 		}
-		if e.GetCollector() == collectorDiskstats && !strings.Contains(e.GetMessage(), "diskstats: no line of 14 or more fields for disk vdb") {
-			t.Errorf("diskstats error %q does not name the file and the disk", e.GetMessage())
+		if e.GetCollector() == collectorDiskstats && !strings.Contains(e.GetMessage(), "diskstats line 3: 13 fields, the kernel prints at least 14: \" 253      16 vdb ") {
+			t.Errorf("diskstats error %q does not name the file, the line and the disk", e.GetMessage())
 		}
+	}
+}
+
+// TestDiskstatsMalformedLine: a line of /proc/diskstats that cannot be
+// read costs that line only: one diskstats error naming the file and the
+// line, and every disk listed before and after it keeps its series.
+func TestDiskstatsMalformedLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new string
+		line           int
+		lost           []string // disks without series
+	}{
+		{"a field not a number", " vda 1450571 ", " vda 14505x1 ", 2, []string{"vda"}},
+		{"a truncated line", " vdb 90210 12 7308200 120456 441200 9120 96558030 1501223 2 301220 1621679 0 0 0 0 11020 2201", " vdb 90210 12", 6, []string{"vdb"}},
+		{"a line that is no disk", "  11       0 sr0", "garbage\n  11       0 sr0", 9, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := fixtureOptions(t, "vm", map[string]any{"disk_devices": ".*"})
+			path := filepath.Join(opts.Procfs, "diskstats")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(data), tc.old) {
+				t.Fatalf("fixture lacks %q", tc.old)
+			}
+			if err := os.WriteFile(path, []byte(strings.Replace(string(data), tc.old, tc.new, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := sdktest.Run(t, fixturePlugin(t, &fakeStatfs{}), opts)
+			var msgs []string
+			for _, e := range res.Errors {
+				if e.GetCollector() == collectorDiskstats {
+					msgs = append(msgs, e.GetMessage())
+				}
+			}
+			if want := fmt.Sprintf("%s line %d: ", path, tc.line); len(msgs) != 1 || !strings.Contains(msgs[0], want) {
+				t.Errorf("diskstats errors %q, want one naming %q", msgs, want)
+			}
+			text := res.Text(t)
+			mustContain(t, text, `guest_collection_errors_total{collector="diskstats"} 1`)
+			// The fixture's values of every whole disk.
+			for dev, reads := range map[string]string{"loop0": "52", "vda": "1.450571e+06", "vdb": "90210", "nvme0n1": "5.120334e+06", "sr0": "12"} {
+				if slices.Contains(tc.lost, dev) {
+					sdktest.Lacks(t, text, `device="`+dev+`"}`)
+					continue
+				}
+				mustContain(t, text, `diskstats_reads_completed_total{device="`+dev+`"} `+reads)
+			}
+		})
 	}
 }
 

@@ -78,7 +78,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		p.fail(w, collectorMountstats, err)
 		return nil
 	}
-	supers, serr := superblockKeys(p.mountstats, blocks)
+	supers, serrs := superblockKeys(p.mountstats, blocks)
 	var socks []socket
 	tablesOK := false
 	if w.AnyEnabled(socketDescs...) {
@@ -88,8 +88,8 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			p.fail(w, collectorTCP, e)
 		}
 	}
-	if serr != nil {
-		p.fail(w, collectorMountinfo, serr)
+	for _, e := range serrs {
+		p.fail(w, collectorMountinfo, e)
 	}
 	for _, e := range perrs {
 		p.fail(w, collectorMount, e)
@@ -113,6 +113,9 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		j = joinSockets(vols, socks, p.port)
 	}
 	for vi, v := range vols {
+		if v.unmatched {
+			continue // left out this scrape (superblockKeys)
+		}
 		p.writeOps(w, v, totals[vi])
 		p.writeMount(w, v, totals[vi])
 		p.writeLanes(w, vi, v, j, tablesOK)

@@ -2,12 +2,16 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
@@ -370,4 +374,162 @@ func TestNeverInvented(t *testing.T) {
 		mustContain(t, text, `nfs_collection_errors_total{collector="mount"} 1`)
 		sdktest.Contains(t, text, `nfs_rpc_rtt_seconds_total{volume_id="home",nfs_operation="read"}`)
 	})
+}
+
+// TestMountTableRace: mountinfo is read right after mountstats, so a mount
+// or unmount between the two reads makes them disagree in one scrape, in
+// the middle of the list (testdata/mount{stats,info}-race-N):
+//
+//  1. both list /mnt/datasets, /home and /mnt/checkpoints;
+//  2. /home unmounted between the reads: mountinfo lacks it;
+//  3. /mnt/scratch mounted between the reads: mountstats lacks it;
+//  4. both list /mnt/datasets, /mnt/scratch and /mnt/checkpoints;
+//  5. mountinfo unreadable: no volume is exported;
+//  6. as 4 again.
+//
+// Blocks are matched to mountinfo by identity, so in every scrape each
+// exported counter is exactly what the kernel printed for that mount
+// (prometheus/procfs reading the same file is the oracle); a block without
+// its mountinfo line (/home in 2) is left out of that scrape with a
+// mountinfo error instead of being given another identity, which the
+// history would book as a departed superblock (counters doubled, tripled);
+// a volume left out keeps its history, so it comes back at the kernel's
+// values.
+func TestMountTableRace(t *testing.T) {
+	root := procRoot(t, "", "tcp-synthetic", "tcp6-synthetic")
+	c := sdktest.Client(t, newPlugin(), sdktest.Options{Procfs: root})
+	steps := []struct {
+		fixture    int // mount{stats,info}-race-N; mountinfo is a directory when unreadable
+		vols       []string
+		errorsFor  []string // what the mountinfo errors name
+		unreadable bool
+	}{
+		{fixture: 1, vols: []string{"checkpoints", "datasets", "home"}},
+		{fixture: 2, vols: []string{"checkpoints", "datasets"}, errorsFor: []string{"mount /home "}},
+		{fixture: 3, vols: []string{"checkpoints", "datasets"}},
+		{fixture: 4, vols: []string{"checkpoints", "datasets", "scratch"}},
+		{fixture: 4, unreadable: true, errorsFor: []string{"is a directory: no NFS volume exported"}},
+		{fixture: 4, vols: []string{"checkpoints", "datasets", "scratch"}},
+	}
+	mountinfoErrors := 0
+	for n, step := range steps {
+		ms, mi := fmt.Sprintf("mountstats-race-%d", step.fixture), fmt.Sprintf("mountinfo-race-%d", step.fixture)
+		name := fmt.Sprintf("step %d (%s)", n+1, ms)
+		for src, dst := range map[string]string{ms: "mountstats", mi: "mountinfo"} {
+			path := filepath.Join(root, "4242", dst)
+			if err := os.RemoveAll(path); err != nil {
+				t.Fatal(err)
+			}
+			if dst == "mountinfo" && step.unreadable {
+				if err := os.Mkdir(path, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := os.WriteFile(path, readTestdata(t, src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := sdktest.Collect(t, c, 0)
+		var named []string
+		for _, e := range res.Errors {
+			if e.GetCollector() != "mountinfo" {
+				t.Errorf("%s: unexpected error %v", name, e)
+				continue
+			}
+			named = append(named, e.GetMessage())
+		}
+		if len(named) != len(step.errorsFor) {
+			t.Errorf("%s: mountinfo errors %q, want one for each of %v", name, named, step.errorsFor)
+		}
+		for i, what := range step.errorsFor {
+			if i < len(named) && !strings.Contains(named[i], what) {
+				t.Errorf("%s: error %q does not say %q", name, named[i], what)
+			}
+		}
+		mountinfoErrors += len(step.errorsFor)
+		text := (&sdktest.Result{Batches: res.Batches}).Text(t)
+		mustContain(t, text, fmt.Sprintf(`nfs_collection_errors_total{collector="mountinfo"} %d`, mountinfoErrors))
+
+		want := kernelCounters(t, filepath.Join(root, "self", "mountstats"))
+		got := counterSamples(t, text)
+		vols := map[string]bool{}
+		compared := 0
+		for _, series := range slices.Sorted(maps.Keys(got)) {
+			v := got[series]
+			m := regexp.MustCompile(`volume_id="([^"]*)"`).FindStringSubmatch(series)
+			if m == nil {
+				continue
+			}
+			vols[m[1]] = true
+			w, ok := want[series]
+			if !ok {
+				continue // a family kernelCounters does not know
+			}
+			compared++
+			if v != w {
+				t.Errorf("%s: %s = %v, the kernel printed %v", name, series, v, w)
+			}
+		}
+		if got := slices.Sorted(maps.Keys(vols)); !slices.Equal(got, step.vols) {
+			t.Errorf("%s: volumes %v, want %v", name, got, step.vols)
+		}
+		if step.unreadable {
+			continue
+		}
+		if compared < 20*len(step.vols) {
+			t.Errorf("%s: only %d samples compared", name, compared)
+		}
+	}
+}
+
+// kernelCounters reads mountstats with prometheus/procfs and returns, by
+// series, what the kernel printed for the per-op and mount counters of
+// each NFS mount (volume_id: the export's last path component).
+func kernelCounters(t *testing.T, mountstats string) map[string]float64 {
+	t.Helper()
+	p, ok := procfsProc(mountstats)
+	if !ok {
+		t.Fatalf("%s: not a procfs path", mountstats)
+	}
+	mounts, err := p.MountStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, m := range mounts {
+		st, ok := m.Stats.(*procfs.MountStatsNFS)
+		if !ok {
+			continue
+		}
+		_, export := splitDevice(m.Device)
+		id := filepath.Base(export)
+		for _, o := range st.Operations {
+			op := strings.ToLower(o.Operation)
+			if m.Type == "nfs4" && op == "statfs" {
+				op = "fsstat"
+			}
+			l := fmt.Sprintf(`{volume_id="%s",nfs_operation="%s"}`, id, op)
+			out["nfs_rpc_count_total"+l] = float64(o.Requests)
+			out["nfs_rpc_timeouts_total"+l] = float64(o.MajorTimeouts)
+			out["nfs_bytes_sent_total"+l] = float64(o.BytesSent)
+			out["nfs_bytes_received_total"+l] = float64(o.BytesReceived)
+			out["nfs_rpc_errors_total"+l] = float64(o.Errors)
+		}
+		l := fmt.Sprintf(`{volume_id="%s"}`, id)
+		for name, v := range map[string]uint64{
+			"normal_read_bytes": st.Bytes.Read, "normal_write_bytes": st.Bytes.Write,
+			"direct_read_bytes": st.Bytes.DirectRead, "direct_write_bytes": st.Bytes.DirectWrite,
+			"server_read_bytes": st.Bytes.ReadTotal, "server_write_bytes": st.Bytes.WriteTotal,
+			"read_pages": st.Bytes.ReadPages, "write_pages": st.Bytes.WritePages,
+			"silly_rename_events": st.Events.SillyRename, "short_read_events": st.Events.ShortRead,
+			"short_write_events": st.Events.ShortWrite, "delay_events": st.Events.JukeboxDelay,
+		} {
+			out["nfs_mount_"+name+"_total"+l] = float64(v)
+		}
+		for name, v := range map[string]uint64{"vfsopen": st.Events.VFSOpen, "inoderevalidate": st.Events.InodeRevalidate, "vfsreadpage": st.Events.VFSReadPage} {
+			out[fmt.Sprintf(`nfs_mount_events_total{volume_id="%s",event="%s"}`, id, name)] = float64(v)
+		}
+	}
+	return out
 }

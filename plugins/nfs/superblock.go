@@ -17,38 +17,88 @@ import (
 // superblock's statistics again, while the same export mounted a second
 // time with other options (read-only, another sec=) is a superblock of its
 // own with its own counters. mountinfo, read right after mountstats, names
-// each mount's superblock by its st_dev ("0:53"); both files list the
-// namespace's mounts in the same order, so block i of mountstats is line i
-// of mountinfo (checked by mount point). Where mountinfo is not available
-// (a mountstats_path not of procfs' shape, or no mountinfo next to it),
-// blocks with identical statistics are taken for one superblock.
+// each mount's superblock by its st_dev ("0:53").
+//
+// A block is matched to its mountinfo line by identity, never by position:
+// both files print a mount's point, fstype and device with the same kernel
+// functions and escapes (fs/proc_namespace.c show_vfsstat and
+// show_mountinfo), so a block is the mountinfo line with its mount point,
+// fstype and source. A mount or unmount between the two reads makes the
+// files disagree; by position, every later block would meet another
+// mount's line. A block whose identity mountinfo does not list (unmounted
+// after mountstats was read), or lists another number of times than
+// mountstats does (the same export mounted on the same point again), has
+// no superblock key: its volume is left out of that scrape (see history)
+// rather than given a key of another kind, which the history would take
+// for a new superblock and add to the old one's reading. A line mountinfo
+// has and mountstats does not (mounted after mountstats was read) matters
+// to no block.
+//
+// Where mountinfo is not available at all (a mountstats_path not of
+// procfs' shape, or no mountinfo next to it), blocks with identical
+// statistics are taken for one superblock, in every scrape alike.
 
 // superblockKeys returns a key per block: "dev:<st_dev>" from mountinfo,
-// else "stats:<n>" shared by blocks with identical counters. err reports a
-// mountinfo that exists but could not be read or matched.
-func superblockKeys(mountstatsPath string, blocks []*block) (keys []string, err error) {
-	devs, err := mountDevices(mountstatsPath)
+// else (no mountinfo) "stats:<n>" shared by blocks with identical counters.
+// A block that has no key ("") is not to be exported this scrape; errs say
+// which and why: mountinfo unreadable (every block), or a mount it does not
+// list where mountstats does.
+func superblockKeys(mountstatsPath string, blocks []*block) (keys []string, errs []error) {
 	keys = make([]string, len(blocks))
-	var byContent []*block
+	devs, err := mountDevices(mountstatsPath)
+	if err != nil {
+		if len(blocks) > 0 {
+			errs = append(errs, fmt.Errorf("%w: no NFS volume exported this scrape (their superblocks cannot be told apart without it)", err))
+		}
+		return keys, errs
+	}
+	if devs == nil {
+		var byContent []*block
+		for i, b := range blocks {
+			n := slices.IndexFunc(byContent, func(o *block) bool { return sameCounters(o, b) })
+			if n < 0 {
+				n = len(byContent)
+				byContent = append(byContent, b)
+			}
+			keys[i] = fmt.Sprintf("stats:%d", n)
+		}
+		return keys, nil
+	}
+	byIdentity := map[mountIdentity][]string{} // st_dev of each mountinfo line, in order
+	for _, d := range devs {
+		byIdentity[d.mountIdentity] = append(byIdentity[d.mountIdentity], d.dev)
+	}
+	inStats := map[mountIdentity]int{}
+	for _, b := range blocks {
+		inStats[b.identity()]++
+	}
+	next := map[mountIdentity]int{}
 	for i, b := range blocks {
-		if devs != nil && b.ordinal < len(devs) && devs[b.ordinal].mountPoint == b.mountPoint {
-			keys[i] = "dev:" + devs[b.ordinal].dev
+		id := b.identity()
+		lines := byIdentity[id]
+		if len(lines) != inStats[id] {
+			errs = append(errs, fmt.Errorf("mount %s (fstype %s, device %s): mountinfo lists it %d times, mountstats %d (mounted or unmounted between the two reads): its volume is not exported this scrape",
+				unescapeOctal(b.mountPoint), b.fstype, unescapeOctal(b.device), len(lines), inStats[id]))
 			continue
 		}
-		if devs != nil && err == nil {
-			err = fmt.Errorf("mountinfo does not list mount %s where mountstats does (mounted or unmounted between the reads?): identified by its statistics", unescapeOctal(b.mountPoint))
-		}
-		n := slices.IndexFunc(byContent, func(o *block) bool { return sameCounters(o, b) })
-		if n < 0 {
-			n = len(byContent)
-			byContent = append(byContent, b)
-		}
-		keys[i] = fmt.Sprintf("stats:%d", n)
+		keys[i] = "dev:" + lines[next[id]]
+		next[id]++
 	}
-	return keys, err
+	return keys, errs
 }
 
-type mountDevice struct{ mountPoint, dev string }
+// mountIdentity is what both mountstats and mountinfo print of a mount, as
+// printed (octal escapes kept).
+type mountIdentity struct{ mountPoint, fstype, source string }
+
+func (b *block) identity() mountIdentity {
+	return mountIdentity{mountPoint: b.mountPoint, fstype: b.fstype, source: b.device}
+}
+
+type mountDevice struct {
+	mountIdentity
+	dev string
+}
 
 // mountDevices reads the mountinfo next to mountstats with procfs. nil
 // without error: there is none (or the path is not procfs-shaped).
@@ -66,7 +116,7 @@ func mountDevices(mountstatsPath string) ([]mountDevice, error) {
 	}
 	out := make([]mountDevice, len(infos))
 	for i, m := range infos {
-		out[i] = mountDevice{mountPoint: m.MountPoint, dev: m.MajorMinorVer}
+		out[i] = mountDevice{mountIdentity{mountPoint: m.MountPoint, fstype: m.FSType, source: m.Source}, m.MajorMinorVer}
 	}
 	return out, nil
 }
@@ -116,7 +166,10 @@ func sameCounters(a, b *block) bool {
 // drops the counters (no phantom rate() spike) nor loses the traffic it
 // carried. The departed sums live only in the plugin: a plugin restart, or
 // a volume that disappears entirely, starts from the kernel's values again
-// (a counter reset, as for any restarted exporter).
+// (a counter reset, as for any restarted exporter). A volume left out of a
+// scrape because a block of it had no superblock key (unmatched) is neither
+// updated nor forgotten: its superblocks are not booked as departed, so
+// when it is back its counters are the kernel's again, not twice them.
 type history struct {
 	vols map[string]*volumeHistory // by volume_id
 }
@@ -129,12 +182,16 @@ type volumeHistory struct {
 func newHistory() *history { return &history{vols: map[string]*volumeHistory{}} }
 
 // totals returns the exported counters of each volume and records this
-// scrape; volumes absent from vols are forgotten.
+// scrape; volumes absent from vols are forgotten. An unmatched volume gets
+// nil and keeps its history.
 func (h *history) totals(vols []*volume) []*counters {
 	out := make([]*counters, len(vols))
 	seen := make(map[string]bool, len(vols))
 	for i, v := range vols {
 		seen[v.id] = true
+		if v.unmatched {
+			continue
+		}
 		vh := h.vols[v.id]
 		if vh == nil {
 			vh = &volumeHistory{departed: &counters{ops: map[string]fields{}}}

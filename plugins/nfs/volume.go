@@ -28,6 +28,12 @@ type volume struct {
 	supers map[string]*counters
 	order  []string // superblock keys in mountstats order
 	lanes  []lane
+
+	// unmatched: a block of the volume has no superblock key this scrape
+	// (mountinfo did not list its mount, see superblockKeys), so its sum
+	// cannot be told; the volume is not exported this scrape and its
+	// history is left as it was.
+	unmatched bool
 }
 
 // mountRef is one mount point of a volume, for nfs_mount_info.
@@ -122,7 +128,7 @@ func splitDevice(dev string) (server, export string) {
 
 // buildVolumes turns the NFS blocks into volumes, in mountstats order of
 // first appearance. superblock[i] is block i's superblock key (st_dev from
-// mountinfo, see superblockKeys).
+// mountinfo, see superblockKeys); "" marks the block's volume unmatched.
 //
 // Rules for blocks that map to the same volume_id:
 //   - Blocks of the same server and NFS version (same fstype and vers=)
@@ -156,8 +162,12 @@ func buildVolumes(blocks []*block, superblock []string, namer *volumeNamer, defa
 			age:      b.age,
 			hasAge:   b.hasAge,
 			mounts:   []mountRef{{mountPoint: mp, export: export}},
-			supers:   map[string]*counters{superblock[i]: b.counters()},
-			order:    []string{superblock[i]},
+			supers:   map[string]*counters{},
+		}
+		if k := superblock[i]; k != "" {
+			v.supers[k], v.order = b.counters(), []string{k}
+		} else {
+			v.unmatched = true
 		}
 		if ip := net.ParseIP(b.opts["addr"]); ip != nil {
 			v.serverIP = ip
@@ -195,6 +205,7 @@ func (v *volume) merge(o *volume) {
 		v.age, v.hasAge = o.age, true
 	}
 	v.mounts = append(v.mounts, o.mounts...)
+	v.unmatched = v.unmatched || o.unmatched
 	for _, k := range o.order {
 		if _, ok := v.supers[k]; ok {
 			continue // the same superblock again: counts once

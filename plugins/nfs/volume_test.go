@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,9 +24,9 @@ func TestVolumeRules(t *testing.T) {
 	if len(errs) != 0 {
 		t.Fatal(errs)
 	}
-	keys, err := superblockKeys("", blocks)
-	if err != nil {
-		t.Fatal(err)
+	keys, errs := superblockKeys("", blocks)
+	if len(errs) != 0 {
+		t.Fatal(errs)
 	}
 	if keys[0] != keys[1] || keys[0] == keys[2] {
 		t.Fatalf("superblock keys %v: the bind mount is the same superblock, the other mount is not", keys)
@@ -81,5 +84,66 @@ func TestSplitDevice(t *testing.T) {
 		if s != want[0] || e != want[1] {
 			t.Errorf("splitDevice(%q) = %q, %q", in, s, e)
 		}
+	}
+}
+
+// TestSuperblockKeysByIdentity: a block gets the st_dev of the mountinfo
+// line with its mount point, fstype and device, wherever that line is; a
+// bind mount gets its superblock's; a mount point mountinfo lists another
+// number of times than mountstats does (mounted over between the reads)
+// gets no key and an error naming it.
+func TestSuperblockKeysByIdentity(t *testing.T) {
+	ms := string(readTestdata(t, "mountstats-nfs3-tcp"))
+	nfs := ms[strings.Index(ms, "device 10.20.0.7"):]
+	at := func(mp string) string { return strings.Replace(nfs, "mounted on /home ", "mounted on "+mp+" ", 1) }
+	text := "device proc mounted on /proc with fstype proc\n" + at("/home") + at("/srv/home") + at("/mnt/a")
+	const src = "10.20.0.7:/export/home"
+	for _, tc := range []struct {
+		name, mountinfo string
+		want            []string
+		errFor          string
+	}{
+		{"other order, other lines between", "" +
+			"30 1 0:60 / /mnt/a rw - nfs " + src + " rw\n" +
+			"31 1 0:5 / /proc rw - proc proc rw\n" +
+			"32 1 0:61 / /new rw - nfs " + src + " rw\n" +
+			"33 1 0:50 / /srv/home rw - nfs " + src + " rw\n" +
+			"34 1 0:50 / /home rw - nfs " + src + " rw\n",
+			[]string{"dev:0:50", "dev:0:50", "dev:0:60"}, ""},
+		{"mounted over between the reads", "" +
+			"31 1 0:5 / /proc rw - proc proc rw\n" +
+			"33 1 0:50 / /home rw - nfs " + src + " rw\n" +
+			"34 1 0:50 / /srv/home rw - nfs " + src + " rw\n" +
+			"35 1 0:60 / /mnt/a rw - nfs " + src + " rw\n" +
+			"36 35 0:62 / /mnt/a rw - nfs " + src + " rw\n",
+			[]string{"dev:0:50", "dev:0:50", ""}, "mount /mnt/a (fstype nfs, device 10.20.0.7:/export/home): mountinfo lists it 2 times, mountstats 1"},
+		{"another fstype at the mount point", "" +
+			"33 1 0:50 / /home rw - nfs " + src + " rw\n" +
+			"34 1 0:50 / /srv/home rw - nfs " + src + " rw\n" +
+			"35 1 0:60 / /mnt/a rw - nfs4 " + src + " rw\n",
+			[]string{"dev:0:50", "dev:0:50", ""}, "mount /mnt/a (fstype nfs, device 10.20.0.7:/export/home): mountinfo lists it 0 times"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := procRoot(t, "", "", "")
+			for name, data := range map[string]string{"mountstats": text, "mountinfo": tc.mountinfo} {
+				if err := os.WriteFile(filepath.Join(root, "4242", name), []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			blocks, perrs := parseMountstats([]byte(text))
+			if len(perrs) != 0 {
+				t.Fatal(perrs)
+			}
+			keys, errs := superblockKeys(filepath.Join(root, "self", "mountstats"), blocks)
+			if !slices.Equal(keys, tc.want) {
+				t.Errorf("keys %q, want %q", keys, tc.want)
+			}
+			switch {
+			case tc.errFor == "" && len(errs) != 0:
+				t.Errorf("errors: %v", errs)
+			case tc.errFor != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.errFor)):
+				t.Errorf("errors %v, want one saying %q", errs, tc.errFor)
+			}
+		})
 	}
 }

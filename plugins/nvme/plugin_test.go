@@ -273,6 +273,17 @@ func TestInfoCatalogue(t *testing.T) {
 	}
 }
 
+// TestNamespaceInfoNSIDFromName: a namespace without the nsid attribute
+// is exported with the nsid of its name, never an empty label.
+func TestNamespaceInfoNSIDFromName(t *testing.T) {
+	root := sysfsFixture(t, "sysfs")
+	must(t, os.Remove(filepath.Join(root, "class/nvme/nvme0/nvme0n1/nsid")))
+	res := runAfterFirstRound(t, testPlugin(t, fixtureFake(t)), 3, sdktest.Options{Sysfs: root})
+	text := res.Text(t)
+	sdktest.Contains(t, text, `nvme_namespace_info{device="nvme0",namespace="nvme0n1",nsid="1",ana_state=""} 1`)
+	sdktest.Lacks(t, text, `nsid=""`)
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

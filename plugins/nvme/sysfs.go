@@ -100,7 +100,7 @@ func readIdentity(root, ctrl string) (identity, error) {
 // the controller's path device nvme0c0n1.
 type namespace struct {
 	Name string // nvme0n1
-	NSID string // nsid attribute; empty where the kernel has none
+	NSID string // nsid attribute, else from the name (see nsidFromName)
 	// ANAState is the ANA state of a multipath path (optimized,
 	// non-optimized, inaccessible, ...); empty without ANA.
 	ANAState string
@@ -114,7 +114,22 @@ type namespace struct {
 	HasUsed      bool
 }
 
-var namespaceDir = regexp.MustCompile(`^nvme[0-9]+(c[0-9]+)?n[0-9]+$`)
+var namespaceDir = regexp.MustCompile(`^nvme[0-9]+(c[0-9]+)?n([0-9]+)$`)
+
+// nsidFromName is the namespace number of a namespace block device's name,
+// nvme<subsystem>n<N> or nvme<subsystem>c<controller>n<N>: N. It stands in
+// for the nsid attribute where the kernel has none, as node_exporter
+// (procfs' NVMeClass) always takes it. The early drivers, which had no
+// such attribute, named the disk nvme<controller>n<nsid>; later kernels
+// number it with an instance counter of their own, which can differ from
+// the NSID (a namespace 5 alone is nvme0n1), but they have the attribute,
+// which is read first.
+func nsidFromName(name string) string {
+	if m := namespaceDir.FindStringSubmatch(name); m != nil {
+		return m[2]
+	}
+	return ""
+}
 
 // readNamespaces reads the namespaces under a controller's directory. A
 // missing attribute gives no value (never 0); a value that does not parse
@@ -159,6 +174,9 @@ func readNamespaces(root, ctrl string) ([]namespace, []error) {
 			return n, true
 		}
 		ns.NSID, ns.ANAState = str("nsid"), str("ana_state")
+		if ns.NSID == "" {
+			ns.NSID = nsidFromName(e.Name())
+		}
 		if sectors, ok := num("size"); ok {
 			ns.SizeBytes, ns.HasSize = sectors*512, true
 		}

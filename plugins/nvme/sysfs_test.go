@@ -128,3 +128,35 @@ func TestNamespaceUnits(t *testing.T) {
 		t.Fatalf("garbage size: %+v %v", nss, errs)
 	}
 }
+
+// TestNamespaceIDWithoutAttribute: where the namespace has no nsid
+// attribute, the nsid is the number after the last "n" of the block
+// device's name, as node_exporter takes it (never an empty label); where
+// the attribute exists it wins over the name.
+func TestNamespaceIDWithoutAttribute(t *testing.T) {
+	root := sysfsFixture(t, "sysfs")
+	ctrl := filepath.Join(root, "class/nvme/nvme0")
+	must(t, os.Remove(filepath.Join(ctrl, "nvme0n1/nsid")))
+	// A native-multipath path device of namespace 12, without nsid.
+	must(t, os.MkdirAll(filepath.Join(ctrl, "nvme0c0n12"), 0o755))
+	must(t, os.WriteFile(filepath.Join(ctrl, "nvme0c0n12/size"), []byte("2048\n"), 0o644))
+	nss, errs := readNamespaces(root, "nvme0")
+	if len(errs) != 0 || len(nss) != 2 {
+		t.Fatalf("namespaces %+v errors %v", nss, errs)
+	}
+	got := map[string]string{}
+	for _, ns := range nss {
+		got[ns.Name] = ns.NSID
+	}
+	if got["nvme0n1"] != "1" || got["nvme0c0n12"] != "12" {
+		t.Errorf("nsid by namespace %v, want nvme0n1: 1, nvme0c0n12: 12 (from the names)", got)
+	}
+	// The attribute, where the kernel has it, is the namespace's NSID even
+	// where the name's number is not (newer kernels number block devices
+	// with an instance counter).
+	must(t, os.WriteFile(filepath.Join(root, "class/nvme/nvme1/nvme1n1/nsid"), []byte("7\n"), 0o644))
+	nss, errs = readNamespaces(root, "nvme1")
+	if len(errs) != 0 || len(nss) != 1 || nss[0].NSID != "7" {
+		t.Errorf("nvme1 namespaces %+v errors %v, want nsid 7 from the attribute", nss, errs)
+	}
+}
