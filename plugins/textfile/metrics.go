@@ -52,12 +52,12 @@ var fileReasons = []string{fileRefusedPermissions, fileRefusedSymlink, fileRefus
 
 // Reasons of textfile_series_refused_total.
 const (
-	seriesRefusedDuplicate   = "duplicate"    // the same series earlier in the same or another file
-	seriesRefusedConflict    = "conflict"     // the family is already served with another type or help, or its series names are another family's
-	seriesRefusedReserved    = "reserved"     // the family's name starts with a prefix the host keeps for itself
-	seriesRefusedUnsupported = "unsupported"  // an OpenMetrics type the exposition has no place for (info, stateset, gaugehistogram)
-	seriesRefusedFileLimit   = "file_limit"   // past max_series_per_file
-	seriesRefusedTotalLimit  = "total_limit"  // past max_series
+	seriesRefusedDuplicate   = "duplicate"   // the same series earlier in the same or another file
+	seriesRefusedConflict    = "conflict"    // the family is already served with another type or help, or its series names are another family's
+	seriesRefusedReserved    = "reserved"    // the family's name starts with a prefix the host keeps for itself
+	seriesRefusedUnsupported = "unsupported" // an OpenMetrics type the exposition has no place for (info, stateset, gaugehistogram)
+	seriesRefusedFileLimit   = "file_limit"  // past max_series_per_file
+	seriesRefusedTotalLimit  = "total_limit" // past max_series
 )
 
 var seriesReasons = []string{seriesRefusedDuplicate, seriesRefusedConflict, seriesRefusedReserved, seriesRefusedUnsupported, seriesRefusedFileLimit, seriesRefusedTotalLimit}

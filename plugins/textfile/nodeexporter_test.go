@@ -31,9 +31,9 @@ type nodeExporterCase struct {
 }
 
 var nodeExporterCases = map[string]nodeExporterCase{
-	"client_side_timestamp": {},
-	"different_metric_types": {},
-	"glob_extra_dimension": {dirs: []string{"histogram_extra_dimension", "summary_extra_dimension"}},
+	"client_side_timestamp":     {},
+	"different_metric_types":    {},
+	"glob_extra_dimension":      {dirs: []string{"histogram_extra_dimension", "summary_extra_dimension"}},
 	"histogram":                 {},
 	"histogram_extra_dimension": {},
 	"inconsistent_metrics": {
