@@ -266,11 +266,12 @@ func TestConflictsBetweenFiles(t *testing.T) {
 }
 
 // TestOpenMetrics: a file that ends in "# EOF" is parsed as OpenMetrics
-// (a counter family foo with foo_total samples, a unit line); its
-// timestamps are refused like the text format's.
+// (a counter family with _total samples, a unit line, an exemplar, which
+// the text format's parser refuses); its timestamps are refused like the
+// text format's.
 func TestOpenMetrics(t *testing.T) {
 	dir := dirWith(t, map[string]string{
-		"om.prom": "# TYPE steps counter\n# UNIT steps \n# HELP steps Steps done.\nsteps_total{job=\"1\"} 12\n# EOF\n",
+		"om.prom": "# TYPE steps counter\n# UNIT steps \n# HELP steps Steps done.\nsteps_total{job=\"1\"} 12 # {trace_id=\"4bf92f35\"} 1\n# EOF\n",
 	})
 	res := sdktest.Run(t, testPlugin(), opts(dir))
 	text := res.Text(t)
