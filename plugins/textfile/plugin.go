@@ -31,6 +31,9 @@ type plugin struct {
 	// new Desc per scrape would grow it without bound. Type, help and
 	// labels are set again at every collect.
 	descs map[string]*sdk.Desc
+	// dedups are the series of a family repeated in later files, kept
+	// while the family's files are unchanged (dedup).
+	dedups map[string]*dedup
 
 	errors        map[string]float64 // by collector
 	filesRefused  map[string]float64 // by reason
@@ -56,6 +59,7 @@ func newPlugin() *plugin {
 		cfg:           defaultConfig(),
 		files:         map[string]*fileState{},
 		descs:         map[string]*sdk.Desc{},
+		dedups:        map[string]*dedup{},
 		errors:        map[string]float64{},
 		filesRefused:  map[string]float64{},
 		seriesRefused: map[string]float64{},
@@ -317,6 +321,7 @@ func (p *plugin) writeFamilies(s *scrape) {
 	for n := range p.descs {
 		if byName[n] == nil {
 			delete(p.descs, n)
+			delete(p.dedups, n)
 		}
 	}
 	wr := writer{w: s.w}
@@ -338,25 +343,21 @@ func (p *plugin) writeFamilies(s *scrape) {
 		if !slices.Equal(d.Labels, m.labels) {
 			d.Labels = m.labels
 		}
-		var seen map[string]bool
-		if len(m.fams) > 1 {
-			seen = map[string]bool{}
-		}
+		dd := p.dedup(n, m.fams)
 		for i, f := range m.fams {
-			dups := 0
+			var skip map[int]bool
+			if dd != nil {
+				skip = dd.skip[i]
+			}
 			for j, metric := range f.metrics {
-				if seen != nil {
-					if seen[f.keys[j]] {
-						dups++
-						continue
-					}
-					seen[f.keys[j]] = true
+				if skip[j] {
+					continue
 				}
 				served += seriesOf(f.typ, metric)
 				wr.write(d, metric, m.labels)
 			}
-			if dups > 0 {
-				p.refuseSeries(s, seriesRefusedDuplicate, dups, fmt.Errorf("%s: family %s: %d series already exposed by an earlier file, refused", m.parts[i].path, n, dups))
+			if len(skip) > 0 {
+				p.refuseSeries(s, seriesRefusedDuplicate, len(skip), fmt.Errorf("%s: family %s: %d series already exposed by an earlier file, refused", m.parts[i].path, n, len(skip)))
 			}
 		}
 	}
@@ -479,4 +480,46 @@ func (wr *writer) write(d *sdk.Desc, m *dto.Metric, labels []string) {
 		}
 		wr.w.Summary(d, wr.quantile, wr.values, sm.GetSampleCount(), sm.GetSampleSum(), wr.lv...)
 	}
+}
+
+// dedup is which series of a family's later files repeat an earlier
+// file's: skip[i] holds the indexes of fams[i]'s metrics to leave out.
+type dedup struct {
+	fams []*family
+	skip []map[int]bool
+}
+
+// dedup returns the repeated series of a family over fams (the parsed
+// versions of the files that have it, in order), computing them only when
+// one of those files changed: an unchanged scrape does no map work per
+// series. It returns nil for a family of one file (whose own repeats
+// parse already removed).
+func (p *plugin) dedup(name string, fams []*family) *dedup {
+	if len(fams) < 2 {
+		delete(p.dedups, name)
+		return nil
+	}
+	if d := p.dedups[name]; d != nil && slices.Equal(d.fams, fams) {
+		return d
+	}
+	d := &dedup{fams: slices.Clone(fams), skip: make([]map[int]bool, len(fams))}
+	n := 0
+	for _, f := range fams {
+		n += len(f.keys)
+	}
+	seen := make(map[string]struct{}, n)
+	for i, f := range fams {
+		for j, k := range f.keys {
+			if _, ok := seen[k]; ok {
+				if d.skip[i] == nil {
+					d.skip[i] = map[int]bool{}
+				}
+				d.skip[i][j] = true
+				continue
+			}
+			seen[k] = struct{}{}
+		}
+	}
+	p.dedups[name] = d
+	return d
 }
