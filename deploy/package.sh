@@ -109,6 +109,13 @@ for p in "${plugins[@]}"; do
 		config=$PKG_BUILD/plugin-$p.yaml
 		sed '/^depends:/a\  - libc6' deploy/nfpm/plugin.yaml >"$config"
 	fi
+	if [ "$p" = textfile ]; then
+		# The plugin's default directory, root's and not writable by
+		# others (plugins/textfile/README.md says how to open it to a
+		# writers' group safely).
+		config=$PKG_BUILD/plugin-$p.yaml
+		cat deploy/nfpm/plugin.yaml deploy/nfpm/textfile-dir.yaml >"$config"
+	fi
 	PLUGIN=$p PLUGIN_DESCRIPTION=$(sed -n 's/^description: *//p' "$manifest") \
 		deb "plexporter-plugin-$p" "$config"
 done

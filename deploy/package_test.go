@@ -214,13 +214,18 @@ func TestPluginPackages(t *testing.T) {
 		files := contents(t, deb)
 		checkOwnership(t, pkg, files)
 		bin := "/usr/lib/plexporter/plugins/plexporter-" + p
-		checkFiles(t, pkg, files, map[string]string{
+		want := map[string]string{
 			bin:                                    "-rwxr-xr-x",
 			bin + ".yaml":                          "-rw-r--r--",
 			"/usr/share/doc/" + pkg + "/README.md": "-rw-r--r--",
 			"/usr/share/doc/" + pkg + "/sbom.cdx.json": "-rw-r--r--",
 			"/usr/share/doc/" + pkg + "/copyright":     "-rw-r--r--",
-		})
+		}
+		if p == "textfile" {
+			// Its default directory: readable, writable by root alone.
+			want["/var/lib/plexporter/textfile"] = "drwxr-xr-x"
+		}
+		checkFiles(t, pkg, files, want)
 		fs, control := extract(t, deb)
 		if c := conffiles(t, control); len(c) > 0 {
 			t.Errorf("%s has conffiles %v; a manifest is the plugin's, operators override it in the config file", pkg, c)

@@ -57,6 +57,7 @@ func TestDemoServesEveryPlugin(t *testing.T) {
 		"ethtool_driver_stat_total",
 		"nfs_rpc_count_total", "nfs_xprt_tcp_state", "nfs_server_connections", // nfs: mountstats, tcp
 		"nvme_info", "nvme_temperature_celsius", "nvme_percentage_used", // nvme: sysfs, SMART
+		"slurm_job_info", "textfile_mtime_seconds", // textfile: the demo directory
 	} {
 		if len(mfs[family].GetMetric()) == 0 {
 			t.Errorf("the demo serves no %s", family)

@@ -40,7 +40,7 @@ func run(dir, repo string) error {
 		return err
 	}
 	cfg := filepath.Join(dir, "plexporter.yml")
-	if err := os.WriteFile(cfg, []byte(demotree.Config), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(tree.Config()), 0o644); err != nil {
 		return err
 	}
 	flags := strings.Join([]string{"--path.sysfs=" + tree.Sysfs, "--path.procfs=" + tree.Procfs, "--config.file=" + cfg}, " ")

@@ -49,7 +49,7 @@ func Start(t testing.TB, repo string) *Host {
 	h.Host = hosttest.Start(t, hosttest.Options{
 		Binary:    filepath.Join(dir, "plexporter"),
 		PluginDir: plugins,
-		Config:    demotree.Config,
+		Config:    h.Tree.Config(),
 		Args:      []string{"--path.sysfs=" + h.Tree.Sysfs, "--path.procfs=" + h.Tree.Procfs},
 	})
 	return h

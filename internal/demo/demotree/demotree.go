@@ -2,7 +2,7 @@
 // plugins' fixtures: a sysfs with the RDMA devices, netdevs and NVMe
 // controllers of the rdma, ethtool and nvme fixtures, and a procfs with
 // the NFS mounts and socket tables of the nfs fixtures and the guest's
-// CPU, pressure, memory and disk files. `make demo` serves
+// CPU, pressure, memory and disk files, and a textfile directory. `make demo` serves
 // every shipped plugin over it; the host's tests run the plugins over it at
 // arbitrary roots.
 package demotree
@@ -67,9 +67,27 @@ plugins:
       pod_resources_socket: ""
 `
 
-// Tree is a built tree: the roots to pass as --path.sysfs and --path.procfs.
+// TextfileFixture is the textfile plugin's demo file, laid out in the
+// tree's textfile/ directory.
+const TextfileFixture = "plugins/textfile/testdata/demo.prom"
+
+// Tree is a built tree: the roots to pass as --path.sysfs and --path.procfs,
+// and the textfile plugin's directory.
 type Tree struct {
-	Root, Sysfs, Procfs string
+	Root, Sysfs, Procfs, Textfile string
+}
+
+// Config is the demo's config file for this tree: Config, with the
+// textfile plugin pointed at the tree's textfile directory and granted it
+// (and nothing else) in its sandbox.
+func (t Tree) Config() string {
+	return Config + fmt.Sprintf(`  textfile:
+    config:
+      directories: [%q]
+    manifest:
+      paths:
+        read_only: [%q]
+`, t.Textfile, t.Textfile)
 }
 
 // Build lays the tree out in dst (created; it must not hold a tree
@@ -77,11 +95,11 @@ type Tree struct {
 // directory is 0755 and every file 0644, so that a sandboxed plugin's user
 // can read it.
 func Build(repo, dst string) (Tree, error) {
-	t := Tree{Root: dst, Sysfs: filepath.Join(dst, "sys"), Procfs: filepath.Join(dst, "proc")}
+	t := Tree{Root: dst, Sysfs: filepath.Join(dst, "sys"), Procfs: filepath.Join(dst, "proc"), Textfile: filepath.Join(dst, "textfile")}
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return t, err
 	}
-	for _, dir := range []string{t.Sysfs, t.Procfs} {
+	for _, dir := range []string{t.Sysfs, t.Procfs, t.Textfile} {
 		if _, err := os.Lstat(dir); err == nil {
 			return t, fmt.Errorf("%s exists already; remove it or build elsewhere", dir)
 		}
@@ -126,6 +144,16 @@ func Build(repo, dst string) (Tree, error) {
 		}
 	}
 	if err := os.Symlink(ProcPID, filepath.Join(t.Procfs, "self")); err != nil {
+		return t, err
+	}
+	data, err := os.ReadFile(filepath.Join(repo, TextfileFixture))
+	if err != nil {
+		return t, err
+	}
+	if err := os.MkdirAll(t.Textfile, 0o755); err != nil {
+		return t, err
+	}
+	if err := os.WriteFile(filepath.Join(t.Textfile, filepath.Base(TextfileFixture)), data, 0o644); err != nil {
 		return t, err
 	}
 	return t, traversable(dst)
