@@ -52,3 +52,10 @@ func TestRecordingRulesOutput(t *testing.T) {
 		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}
 }
+
+// TestRulesInputIsThePluginsOutput: deploy/prometheus evaluates every
+// shipped rule file on testdata/ebpf.prom as this plugin's output; it must
+// carry the families and labels the plugin really exports.
+func TestRulesInputIsThePluginsOutput(t *testing.T) {
+	sdktest.ExpositionMatchesCatalogue(t, "../../deploy/prometheus/testdata/ebpf.prom", catalogue)
+}

@@ -51,3 +51,10 @@ func TestRulesUseCataloguedMetrics(t *testing.T) {
 		t.Errorf("%s: found only %d plugin families in its expressions", ruleFile, n)
 	}
 }
+
+// TestRulesInputIsThePluginsOutput: deploy/prometheus evaluates every
+// shipped rule file on testdata/guest.prom as this plugin's output; it must
+// carry the families and labels the plugin really exports.
+func TestRulesInputIsThePluginsOutput(t *testing.T) {
+	sdktest.ExpositionMatchesCatalogue(t, "../../deploy/prometheus/testdata/guest.prom", catalogue)
+}

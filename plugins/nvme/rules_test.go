@@ -50,3 +50,10 @@ func TestRulesUseCataloguedMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesInputIsThePluginsOutput: deploy/prometheus evaluates every
+// shipped rule file on testdata/nvme.prom as this plugin's output; it must
+// carry the families and labels the plugin really exports.
+func TestRulesInputIsThePluginsOutput(t *testing.T) {
+	sdktest.ExpositionMatchesCatalogue(t, "../../deploy/prometheus/testdata/nvme.prom", catalogue)
+}
