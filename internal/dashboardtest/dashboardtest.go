@@ -204,6 +204,14 @@ func CheckAnswers(t testing.TB, promURL, file string, d Dashboard) {
 // log is printed if the test failed.
 func StartPrometheus(t testing.TB, bin, target string, rules ...string) string {
 	t.Helper()
+	promURL, _ := StartPrometheusWithLog(t, bin, target, rules...)
+	return promURL
+}
+
+// StartPrometheusWithLog is StartPrometheus that also returns Prometheus's
+// log (stdout and stderr), for tests of what it complains about.
+func StartPrometheusWithLog(t testing.TB, bin, target string, rules ...string) (string, *syncbuf.Buffer) {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: plexporter\n    static_configs:\n      - targets: [%q]\n", target)
 	if len(rules) > 0 {
@@ -234,7 +242,7 @@ func StartPrometheus(t testing.TB, bin, target string, rules ...string) string {
 			t.Logf("prometheus log:\n%s", logs.String())
 		}
 	})
-	return "http://" + addr
+	return "http://" + addr, logs
 }
 
 // Result is one series of a query's result.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plexporter/plexporter/internal/crusoenames"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
@@ -50,5 +51,38 @@ func TestRecordingRulesOutput(t *testing.T) {
 	cmd.Dir = "testdata"
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
+// TestRulesInputIsThePluginsOutput: deploy/prometheus evaluates every
+// shipped rule file on testdata/ebpf.prom as this plugin's output; it must
+// carry the families and labels the plugin really exports.
+func TestRulesInputIsThePluginsOutput(t *testing.T) {
+	sdktest.ExpositionMatchesCatalogue(t, "../../deploy/prometheus/testdata/ebpf.prom", catalogue)
+}
+
+// TestCrusoeNamesWithPrefix: every name docs/crusoe-names.md says
+// metric_prefix crusoe_vm_ gives this plugin is one of its families.
+func TestCrusoeNamesWithPrefix(t *testing.T) {
+	rows, err := crusoenames.Load("../../docs/crusoe-names.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, d := range catalogue {
+		known[d.Name] = true
+	}
+	n := 0
+	for _, r := range rows {
+		if r.PrefixPlugin != "ebpf" {
+			continue
+		}
+		n++
+		if !known[r.PrefixFamily] {
+			t.Errorf("docs/crusoe-names.md: %s from %s, which the plugin does not export", r.Name, r.PrefixFamily)
+		}
+	}
+	if n == 0 {
+		t.Error("docs/crusoe-names.md names no family of this plugin")
 	}
 }

@@ -26,19 +26,20 @@ func TestDashboardIsWellFormed(t *testing.T) {
 	qs := dashboardtest.PanelQueries(t, dashboardFile, d)
 	vqs, _ := dashboardtest.VariableQueries(t, dashboardFile, d)
 	// ernic-exporter's dashboard, rows 1-5 (its sixth row reads a
-	// node_exporter inside each VM, not ernic-exporter).
+	// node_exporter inside each VM, not ernic-exporter), and a row of the
+	// LIF counters, which that dashboard does not show.
 	var rows []string
 	for _, p := range d.Panels {
 		if p.Type == "row" {
 			rows = append(rows, p.Title)
 		}
 	}
-	if want := []string{"Cluster overview", "Network traffic", "RDMA detail", "Device health", "VM lifecycle"}; !slices.Equal(rows, want) {
+	if want := []string{"Cluster overview", "Network traffic", "RDMA detail", "Device health", "VM lifecycle", "LIF"}; !slices.Equal(rows, want) {
 		t.Errorf("rows %q, want %q", rows, want)
 	}
 	// Every family read is one the plugin exports, and every family the
-	// original's rows read (all but the LIF, per-QP doorbell/CQE and
-	// collection-error families) appears.
+	// original's rows read (all but the per-QP doorbell/CQE and
+	// collection-error families) and the LIF counters appear.
 	read := map[string]bool{}
 	for _, q := range append(qs, vqs...) {
 		for _, name := range familyName.FindAllString(q.Expr, -1) {
@@ -56,7 +57,8 @@ func TestDashboardIsWellFormed(t *testing.T) {
 		"ernic_rdma_bytes_sent_total", "ernic_rdma_bytes_received_total", "ernic_rdma_bytes_read_total", "ernic_rdma_bytes_write_total",
 		"ernic_rdma_bytes_total", "ernic_flr_reset_total", "ernic_commands_total", "ernic_interrupts_total", "ernic_mmio_reads_total",
 		"ernic_mmio_writes_total", "ernic_stats_writes_total", "ernic_connection_up", "ernic_qp_count", "ernic_qp_bytes_sent_total",
-		"ernic_qp_bytes_received_total", "ernic_qp_bytes_rdma_read_total", "ernic_qp_bytes_rdma_write_total", "ernic_qp_wqes_processed_total"} {
+		"ernic_qp_bytes_received_total", "ernic_qp_bytes_rdma_read_total", "ernic_qp_bytes_rdma_write_total", "ernic_qp_wqes_processed_total",
+		"ernic_lif_counter_total"} {
 		if !read[want] {
 			t.Errorf("no panel reads %s", want)
 		}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -68,23 +66,21 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 	}
 }
 
-// TestCrusoePrefixRefused: metric_prefix crusoe_vm_ would give
-// nvme_collection_errors_total the Crusoe exporter's name for a per-scrape
-// gauge; the plugin refuses it, naming the key, the family and the rules
-// file. Another prefix is fine.
-func TestCrusoePrefixRefused(t *testing.T) {
-	for prefix, refused := range map[string]bool{"crusoe_vm_": true, "node_": false, "": false} {
-		p := newPlugin()
-		cfg := sdktest.Config(t, map[string]any{"smart": false}, sdk.Paths{Sysfs: t.TempDir()})
-		cfg.MetricPrefix = prefix
-		err := p.Configure(context.Background(), cfg)
-		_ = p.Close()
-		if refused != (err != nil) {
-			t.Errorf("prefix %q: err = %v, refused want %v", prefix, err, refused)
-			continue
-		}
-		if refused && (!strings.HasPrefix(err.Error(), "metric_prefix: ") || !strings.Contains(err.Error(), "crusoe_vm_nvme_collection_errors_total") || !strings.Contains(err.Error(), "plexporter-nvme.rules.yml")) {
-			t.Errorf("prefix %q: error %q does not name the key, the Crusoe name and the rules", prefix, err)
+// TestCrusoePrefixAccepted: metric_prefix crusoe_vm_ is accepted (it
+// was refused, so the Crusoe names the prefix gives were unreachable), and
+// nvme_collection_errors_total, which would carry the Crusoe exporter's
+// name of a per-scrape gauge, is left out under it; any other prefix keeps
+// every family.
+func TestCrusoePrefixAccepted(t *testing.T) {
+	root := sysfsFixture(t, "sysfs")
+	for _, prefix := range []string{"crusoe_vm_", "node_", ""} {
+		res := sdktest.Run(t, testPlugin(t, fixtureFake(t)), sdktest.Options{Sysfs: root, MetricPrefix: prefix, Config: map[string]any{"smart": false}})
+		text := res.Text(t)
+		sdktest.Contains(t, text, prefix+"nvme_info{", prefix+`nvme_smart_available{device="nvme0"} 0`)
+		if prefix == "crusoe_vm_" {
+			sdktest.Lacks(t, text, "crusoe_vm_nvme_collection_errors_total")
+		} else {
+			sdktest.Contains(t, text, prefix+`nvme_collection_errors_total{collector="smart"} 0`)
 		}
 	}
 }

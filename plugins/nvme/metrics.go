@@ -118,8 +118,9 @@ var namespaceDescs = []*sdk.Desc{descNamespaceInfo, descNamespaceSize, descNames
 
 // crusoeConflicts are the Crusoe exporter's names that metric_prefix
 // crusoe_vm_ would give a family of this plugin although the Crusoe family
-// has another type or meaning. Configure refuses such a prefix: the
-// recording rules (plexporter-nvme.rules.yml) are the way to Crusoe's names.
+// has another type or meaning. Under such a prefix Configure leaves the
+// family out (and logs it): the recording rules (plexporter-nvme.rules.yml)
+// record the Crusoe name with its meaning.
 var crusoeConflicts = map[string]string{
 	"crusoe_vm_nvme_collection_errors_total": "the Crusoe exporter's unlabelled gauge of SMART read errors in one scrape, while this family is a cumulative counter by collector",
 }

@@ -25,6 +25,9 @@ type plugin struct {
 	sysfs    string
 	poller   *poller // nil when SMART is off
 	smartOff bool
+	// omitted are the families the metric_prefix would give a Crusoe
+	// exporter's name of another meaning (crusoeConflicts): not written.
+	omitted map[*sdk.Desc]bool
 }
 
 // errorCounts holds nvme_collection_errors_total: failures by collector
@@ -82,10 +85,16 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
+	// A family the prefix would give a Crusoe name of another meaning is
+	// left out, not renamed: a dashboard reading that name must not get
+	// this family's values (plexporter-nvme.rules.yml records the Crusoe
+	// meaning from nvme_smart_available).
+	omitted := map[*sdk.Desc]bool{}
 	for _, d := range catalogue {
 		if why, ok := crusoeConflicts[cfg.MetricPrefix+d.Name]; ok {
-			return fmt.Errorf("metric_prefix: %q would name %s %s%s, which is %s; leave the prefix off and load plexporter-nvme.rules.yml to record the Crusoe names",
-				cfg.MetricPrefix, d.Name, cfg.MetricPrefix, d.Name, why)
+			omitted[d] = true
+			p.log.Warn("metric_prefix leaves a family out: under this prefix its name is a Crusoe exporter's name of another meaning; plexporter-nvme.rules.yml records that name",
+				"metric_prefix", cfg.MetricPrefix, "family", d.Name, "would_be", cfg.MetricPrefix+d.Name, "crusoe_meaning", why)
 		}
 	}
 	// Allowlist pushdown: when nobody wants the SMART families the poller
@@ -97,6 +106,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	defer p.mu.Unlock()
 	p.sysfs = cfg.Paths.Sysfs
 	p.smartOff = !smartOn
+	p.omitted = omitted
 	if smartOn {
 		p.poller = newPoller(cfg.Paths.Sysfs, c.DevDir, c.SMARTInterval.Duration, p.open, p.now, p.log, func() { p.errs.add(collectorSMART) })
 		p.poller.start()
@@ -121,9 +131,11 @@ func (p *plugin) Close() error {
 // it never issues an ioctl itself.
 func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	p.mu.Lock()
-	sysfs, pl, smartOff := p.sysfs, p.poller, p.smartOff
+	sysfs, pl, smartOff, omitted := p.sysfs, p.poller, p.smartOff, p.omitted
 	p.mu.Unlock()
-	defer p.writeErrors(w)
+	if !omitted[descCollectionErrors] {
+		defer p.writeErrors(w)
+	}
 
 	names, err := listControllers(sysfs)
 	if err != nil {

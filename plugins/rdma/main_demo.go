@@ -2,8 +2,9 @@
 
 // The demo build of plexporter-rdma (make demo): the plugin unchanged,
 // except that RDMA netlink is answered from the messages recorded in
-// testdata/nl-synth (an mlx5 device with optional counters and a QP
-// counter dump) instead of the kernel, which needs the hardware. Sysfs is
+// testdata/nl-synth (an mlx5 device with every optional counter enabled
+// and a QP counter dump with traffic counters: the *_all_on and *_traffic
+// replies) instead of the kernel, which needs the hardware. Sysfs is
 // the demo's tree (internal/demo/demotree). Only mlx5_0 was recorded, so the
 // device list it answers holds only mlx5_0: the other devices are read from
 // sysfs alone, as devices of another network namespace are.
@@ -31,9 +32,9 @@ var demoRecordings embed.FS
 // demoExchanges pairs each recorded request with the reply the demo gives.
 var demoExchanges = map[string]string{
 	"req_get_dump.bin":                   "resp_get_dump.bin",
-	"req_stat_get_status_dev0_port1.bin": "resp_stat_get_status_dev0_port1.bin",
-	"req_stat_get_dev0_port1.bin":        "resp_stat_get_dev0_port1_optional_on.bin",
-	"req_stat_qp_dump_dev0_port1.bin":    "resp_stat_qp_dump_dev0_port1.bin",
+	"req_stat_get_status_dev0_port1.bin": "resp_stat_get_status_dev0_port1_all_on.bin",
+	"req_stat_get_dev0_port1.bin":        "resp_stat_get_dev0_port1_all_on.bin",
+	"req_stat_qp_dump_dev0_port1.bin":    "resp_stat_qp_dump_dev0_port1_traffic.bin",
 }
 
 const demoDevice = "mlx5_0"
