@@ -295,7 +295,7 @@ func TestBudgetsMeasure(t *testing.T) {
   errors: {config: {errors: 100, error_bytes: 4186000}}
   flood: {config: {series: 1, log_flood: json}}
   healthy: {config: {series: 1000}}
-`, "--scrape.timeout=5s", "--log.level=info")
+`, "--scrape.timeout=5s")
 	p95 := func(query string) (float64, float64, time.Duration) {
 		var d []float64
 		var longest time.Duration
