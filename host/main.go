@@ -41,28 +41,31 @@ import (
 
 // flags holds every command-line setting.
 type flags struct {
-	pluginDirs      []string
-	configFile      string
-	scrapeTimeout   time.Duration
-	startTimeout    time.Duration
-	maxSeries       int
-	maxLabelLen     int
-	enabledMetrics  string
-	disabledMetrics string
-	sysfs, procfs   string
-	rootfs          string
-	metricsPath     string
-	maxRequests     int
-	markdown        bool
-	sandbox         bool
-	allowRoot       bool
-	anyUnixConnect  bool
-	insecurePerms   bool
-	runtimeDir      string
-	readyMinPlugins int
-	deviceInclude   string
-	deviceExclude   string
-	check           checkFlags
+	pluginDirs       []string
+	configFile       string
+	scrapeTimeout    time.Duration
+	startTimeout     time.Duration
+	maxSeries        int
+	maxLabelLen      int
+	enabledMetrics   string
+	disabledMetrics  string
+	sysfs, procfs    string
+	rootfs           string
+	metricsPath      string
+	maxRequests      int
+	maxConns         int
+	maxScrapeTimeout time.Duration
+	enableLifecycle  bool
+	markdown         bool
+	sandbox          bool
+	allowRoot        bool
+	anyUnixConnect   bool
+	insecurePerms    bool
+	runtimeDir       string
+	readyMinPlugins  int
+	deviceInclude    string
+	deviceExclude    string
+	check            checkFlags
 }
 
 func main() {
@@ -129,6 +132,9 @@ func run(args []string) int {
 	app.Flag("path.rootfs", "Root filesystem mount point, passed to every plugin.").Default("/").StringVar(&f.rootfs)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.metricsPath)
 	app.Flag("web.max-requests", "Maximum number of concurrent scrape requests; 0 disables the limit.").Default("40").IntVar(&f.maxRequests)
+	app.Flag("web.max-connections", "Maximum number of open HTTP connections; over it, a new connection closes the one idle longest. 0 disables the limit.").Default("512").IntVar(&f.maxConns)
+	app.Flag("web.max-scrape-timeout", "Longest scrape timeout a client may announce in X-Prometheus-Scrape-Timeout-Seconds; a larger one is cut to it.").Default("2m").SetValue((*durationFlag)(&f.maxScrapeTimeout))
+	app.Flag("web.enable-lifecycle", "Serve POST /-/reload (what SIGHUP does). Off: it answers 403, and only SIGHUP (systemctl reload) reloads.").BoolVar(&f.enableLifecycle)
 	app.Flag("web.ready-min-plugins", "/ready answers 503 until at least this many plugins run (0: ready once every plugin has started or failed its first start, even with none).").Default("0").IntVar(&f.readyMinPlugins)
 	toolkitFlags := webflag.AddFlags(app, ":9880")
 	logConfig := &promslog.Config{}
@@ -235,12 +241,12 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, devices *merge.D
 	go fl.Watch(ctx, hup)
 
 	scraper := scrape.New(fl, filter, devices, f.maxLabelLen, log)
-	handler, err := hostweb.Handler(scraper, func() error { return fl.Readiness(f.readyMinPlugins) }, hostweb.Options{MetricsPath: f.metricsPath, MaxRequests: f.maxRequests, Version: version.Info(), WriteTimeout: f.scrapeTimeout, Reload: func() error { return fl.Rescan("POST /-/reload") }}, log)
+	handler, err := hostweb.Handler(scraper, func() error { return fl.Readiness(f.readyMinPlugins) }, hostweb.Options{MetricsPath: f.metricsPath, MaxRequests: f.maxRequests, Version: version.Info(), WriteTimeout: f.scrapeTimeout, MaxScrapeTimeout: f.maxScrapeTimeout, EnableLifecycle: f.enableLifecycle, Reload: func() error { return fl.Rescan("POST /-/reload") }}, log)
 	if err != nil {
 		log.Error("web", "err", err)
 		return 1
 	}
-	srv := hostweb.Server(handler)
+	srv := hostweb.Server(handler, f.maxConns)
 	errc := make(chan error, 1)
 	go func() {
 		if listeners == nil {

@@ -160,7 +160,7 @@ func TestNoPluginIsWarnedAndCanBeUnready(t *testing.T) {
 }
 
 func TestReloadEndpointAndStatusMetrics(t *testing.T) {
-	h := startHost(t, []string{"alpha"}, "  alpha: {config: {series: 1}}\n")
+	h := startHost(t, []string{"alpha"}, "  alpha: {config: {series: 1}}\n", "--web.enable-lifecycle")
 	post := func() (int, string) {
 		resp, err := http.Post(h.url+"/-/reload", "", nil)
 		if err != nil {

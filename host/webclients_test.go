@@ -16,6 +16,13 @@ import (
 // writes block once the socket buffers are full.
 func stalledClient(t *testing.T, addr string) net.Conn {
 	t.Helper()
+	return stalledClientWith(t, addr, "")
+}
+
+// stalledClientWith is stalledClient sending extra header lines (each
+// ending in \r\n).
+func stalledClientWith(t *testing.T, addr, headers string) net.Conn {
+	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
@@ -31,7 +38,7 @@ func stalledClient(t *testing.T, addr string) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if _, err := fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
+	if _, err := fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: %s\r\n%s\r\n", addr, headers); err != nil {
 		t.Fatal(err)
 	}
 	return c

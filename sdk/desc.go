@@ -68,6 +68,11 @@ type Desc struct {
 	Help   string
 	Unit   string // base unit or empty
 	Labels []string
+	// Shared, in Info's catalogue, says that other plugins write this
+	// family too, by design. A family a catalogue declares belongs to that
+	// plugin: the host drops any other plugin's series of it, unless every
+	// plugin writing it declares it Shared (docs/plugin-protocol.md).
+	Shared bool
 }
 
 // NewDesc returns a descriptor.
@@ -78,6 +83,10 @@ func NewDesc(name string, typ Type, help string, labels ...string) *Desc {
 // WithUnit sets the unit and returns d, for use in variable declarations.
 func (d *Desc) WithUnit(unit string) *Desc { d.Unit = unit; return d }
 
+// WithShared marks d shared (Desc.Shared) and returns it, for use in
+// variable declarations.
+func (d *Desc) WithShared() *Desc { d.Shared = true; return d }
+
 func (d *Desc) proto() *pluginv1.MetricDescriptor {
-	return &pluginv1.MetricDescriptor{Name: d.Name, Type: d.Type.wire(), Help: d.Help, Unit: d.Unit, LabelNames: d.Labels}
+	return &pluginv1.MetricDescriptor{Name: d.Name, Type: d.Type.wire(), Help: d.Help, Unit: d.Unit, LabelNames: d.Labels, Shared: d.Shared}
 }

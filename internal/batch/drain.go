@@ -2,8 +2,10 @@ package batch
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"google.golang.org/grpc"
 
@@ -36,8 +38,20 @@ type Limits struct {
 	MaxSeries int
 	// MaxBytes bounds the decoded size of the batches kept (Size).
 	MaxBytes int
-	// MaxErrors bounds the partial errors kept; later ones are discarded.
+	// MaxErrors bounds the partial errors kept; later ones are discarded
+	// and counted (Drained.ErrorsDropped).
 	MaxErrors int
+	// MaxErrorBytes bounds the bytes of partial errors kept (collector and
+	// message, after MaxErrorLen): an error that would cross it is
+	// discarded and counted.
+	MaxErrorBytes int
+	// MaxErrorLen is the longest collector name or message kept; a longer
+	// one is cut there and marked (TruncateError).
+	MaxErrorLen int
+	// StopErrorBytes ends the stream (ErrErrorFlood) once this many bytes
+	// of partial errors arrived in one collect, kept or not: past it the
+	// plugin is only making the host decode what it will discard.
+	StopErrorBytes int
 }
 
 // Byte budget per series of the cap, and its floor (see LimitsFor).
@@ -46,10 +60,17 @@ const (
 	MinBytes       = 4 << 20
 )
 
-// maxErrors is how many partial errors a stream may report. The SDK
-// reports each distinct error once per collect, so only a plugin that
-// makes up errors reaches it.
-const maxErrors = 1000
+// The partial-error budget of one collect (LimitsFor). The SDK reports
+// each distinct error once per collect, and a real one is a sentence or a
+// path: these sit far above what a plugin sends, and bound what one that
+// makes up errors costs the host (a 4 MiB message times 100 grew the host
+// by 400 MiB per scrape, and its log by as much).
+const (
+	MaxErrors      = 100
+	MaxErrorBytes  = 64 << 10
+	MaxErrorLen    = 1 << 10
+	StopErrorBytes = 16 << 20
+)
 
 // LimitsFor returns the limits of a plugin whose series cap is maxSeries (0:
 // no cap): that cap, and a byte budget of BytesPerSeries per series of it
@@ -60,7 +81,7 @@ const maxErrors = 1000
 // cap is far from its byte budget (24 MiB at the default cap of 100,000).
 // The guard (internal/merge) applies the same limits exactly.
 func LimitsFor(maxSeries int) Limits {
-	lim := Limits{MaxErrors: maxErrors}
+	lim := Limits{MaxErrors: MaxErrors, MaxErrorBytes: MaxErrorBytes, MaxErrorLen: MaxErrorLen, StopErrorBytes: StopErrorBytes}
 	if maxSeries > 0 {
 		lim.MaxSeries = maxSeries
 		lim.MaxBytes = max(min(maxSeries, math.MaxInt/BytesPerSeries)*BytesPerSeries, MinBytes)
@@ -81,30 +102,93 @@ func LimitsFor(maxSeries int) Limits {
 // series_limit drops. The caller must then cancel the call's context: that
 // ends the RPC and tells the plugin to stop writing.
 func Drain(s Stream, lim Limits) (batches []*pluginv1.Batch, errs []*pluginv1.CollectError, err error) {
-	series, bytes := 0, 0
+	d := DrainCounted(s, lim)
+	return d.Batches, d.Errors, d.Err
+}
+
+// Drained is what DrainCounted received.
+type Drained struct {
+	Batches []*pluginv1.Batch
+	Errors  []*pluginv1.CollectError
+	// ErrorsDropped counts the partial errors discarded by the error
+	// budget (MaxErrors, MaxErrorBytes); ErrorsTruncated those kept cut
+	// to MaxErrorLen.
+	ErrorsDropped, ErrorsTruncated int
+	// Err ended the stream (nil at a clean end or at a limit of the batches).
+	Err error
+}
+
+// ErrErrorFlood ends a stream that sent more than Limits.StopErrorBytes of
+// partial errors.
+var ErrErrorFlood = errors.New("the plugin sent more partial errors than the host reads in one collect; its stream was stopped")
+
+// DrainCounted is Drain that also says what the error budget discarded.
+// Partial errors are budgeted as they arrive: each is cut to MaxErrorLen,
+// kept while the count and bytes kept stay within MaxErrors and
+// MaxErrorBytes, discarded and counted otherwise; past StopErrorBytes
+// received the stream ends with ErrErrorFlood (the caller cancels it).
+func DrainCounted(s Stream, lim Limits) (d Drained) {
+	series, bytes, errBytes, errSeen := 0, 0, 0, 0
 	for {
 		msg, err := s.Recv()
 		if errors.Is(err, io.EOF) {
-			return batches, errs, nil
+			return d
 		}
 		if err != nil {
-			return batches, errs, err
+			d.Err = err
+			return d
 		}
 		if b := msg.GetBatch(); b != nil {
-			batches = append(batches, b)
+			d.Batches = append(d.Batches, b)
 			series += Series(b)
 			bytes += Size(b)
 		}
 		for _, e := range msg.GetErrors() {
-			if lim.MaxErrors > 0 && len(errs) >= lim.MaxErrors {
-				break
+			errSeen += len(e.GetCollector()) + len(e.GetMessage())
+			kept, cut := TruncateError(e, lim.MaxErrorLen)
+			n := len(kept.GetCollector()) + len(kept.GetMessage())
+			if (lim.MaxErrors > 0 && len(d.Errors) >= lim.MaxErrors) || (lim.MaxErrorBytes > 0 && errBytes+n > lim.MaxErrorBytes) {
+				d.ErrorsDropped++
+				continue
 			}
-			errs = append(errs, e)
+			if cut {
+				d.ErrorsTruncated++
+			}
+			errBytes += n
+			d.Errors = append(d.Errors, kept)
+		}
+		if lim.StopErrorBytes > 0 && errSeen > lim.StopErrorBytes {
+			d.Err = ErrErrorFlood
+			return d
 		}
 		if lim.Exceeded(series, bytes) {
-			return batches, errs, nil
+			return d
 		}
 	}
+}
+
+// TruncateError returns e with its collector and message cut to at most
+// max bytes each (0: no limit), at a rune boundary and marked with how
+// long they were, and whether anything was cut. e itself is not changed
+// when nothing needs cutting.
+func TruncateError(e *pluginv1.CollectError, max int) (*pluginv1.CollectError, bool) {
+	if max <= 0 || (len(e.GetCollector()) <= max && len(e.GetMessage()) <= max) {
+		return e, false
+	}
+	return &pluginv1.CollectError{Collector: truncate(e.GetCollector(), max), Message: truncate(e.GetMessage(), max)}, true
+}
+
+// truncate cuts s to at most max bytes of valid UTF-8 and says so.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	mark := fmt.Sprintf("… (truncated from %d bytes)", len(s))
+	keep := max - len(mark)
+	if keep < 0 {
+		keep = 0
+	}
+	return strings.ToValidUTF8(s[:keep], "") + mark
 }
 
 // Exceeded reports whether series and bytes are beyond lim.

@@ -50,6 +50,8 @@ const (
 	ReasonNameCollision = "name_collision"
 	// The identical series is already exposed.
 	ReasonDuplicate = "duplicate"
+	// (ReasonForeignFamily, in owners.go: the family belongs to another
+	// plugin.)
 	// The plugin went past its series cap, or its batches past the byte
 	// budget that comes with the cap (internal/batch.LimitsFor).
 	ReasonSeriesLimit = "series_limit"
@@ -93,6 +95,9 @@ type Options struct {
 	// ReservedPrefixes are family-name prefixes only the host may use (its
 	// self-metrics); plugin families with them are dropped as conflicts.
 	ReservedPrefixes []string
+	// Owners, when set, keeps each family a catalogue declares to its
+	// owner: another plugin's chunks of it are dropped (ReasonForeignFamily).
+	Owners *Owners
 	// Observe, when set, is told of every drop with its own cause, where
 	// Result.Causes keeps one example per plugin and reason: sdktest lists
 	// them all to the plugin's author. The host leaves it nil (a hostile
@@ -210,6 +215,8 @@ type merger struct {
 	claims   map[string]string // series name -> the family that uses it
 	sizeHint map[string]int    // samples per family name over all inputs
 	seed     maphash.Seed
+	// Owners.foreign's answers, once per family, type and plugin
+	owned map[ownKey]string
 	// per batch: 1 = valid label value, 2 = invalid; 0 = not yet checked
 	valid []uint8
 	// per batch: 1 = device allowed by Options.Devices, 2 = filtered; 0 = not yet checked
@@ -246,6 +253,28 @@ func (m *merger) dropSample(plugin, reason string, cause func() string) {
 	if m.opts.Observe != nil {
 		m.opts.Observe(k, 1, cause())
 	}
+}
+
+type ownKey struct {
+	name, plugin string
+	t            pluginv1.MetricType
+}
+
+// foreign is Options.Owners.foreign, remembered for the merge.
+func (m *merger) foreign(name string, t pluginv1.MetricType, plugin string) string {
+	if m.opts.Owners == nil || len(m.opts.Owners.names) == 0 {
+		return ""
+	}
+	k := ownKey{name, plugin, t}
+	why, ok := m.owned[k]
+	if !ok {
+		if m.owned == nil {
+			m.owned = map[ownKey]string{}
+		}
+		why = m.opts.Owners.foreign(name, t, plugin)
+		m.owned[k] = why
+	}
+	return why
 }
 
 func (m *merger) setCause(k DropKey, cause string) {
@@ -311,6 +340,10 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 	}
 	if p, ok := reservedPrefix(name, m.opts.ReservedPrefixes); ok {
 		m.drop(in.Plugin, ReasonConflict, n, fmt.Sprintf("family %s: prefix %s is reserved for the host's own metrics", name, p))
+		return series
+	}
+	if why := m.foreign(name, ch.Type(), in.Plugin); why != "" {
+		m.drop(in.Plugin, ReasonForeignFamily, n, why)
 		return series
 	}
 	if reason, err := checkBounds(ch); err != nil {

@@ -12,4 +12,4 @@ import "github.com/plexporter/plexporter/sdk"
 // "qp-counters"; the ethtool plugin writes collector="ethtool".
 var CollectorSuccess = sdk.NewDesc("rdma_scrape_collector_success", sdk.Gauge,
 	"1 if the sub-collector (sysfs, optional-counters, qp-counters from the rdma plugin; ethtool from the ethtool plugin) could run in this scrape, 0 otherwise; absent when disabled.",
-	"collector")
+	"collector").WithShared() // the catalogues of both declare it shared, or the host would keep it to the first

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -55,6 +56,10 @@ type Options struct {
 	// SocketParent is where go-plugin makes this start's socket directory:
 	// the host instance's runtime directory (RuntimeDir); "" for $TMPDIR.
 	SocketParent string
+	// LogBudget bounds what the plugin's stderr costs the host (nil:
+	// DefaultLogBudget); lines it drops are counted in LogDropped.
+	LogBudget  *LogBudget
+	LogDropped *atomic.Uint64
 }
 
 // PinError is Start's answer for a binary that is not the one its manifest
@@ -99,7 +104,14 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 			if err != nil {
 				return nil, err
 			}
-			run, err = newProcessRunner(cmd, p.Path, p.Name, socketDir)
+			run, err = newProcessRunner(cmd, p.Path, p.Name, socketDir, func(stderr io.ReadCloser) io.ReadCloser {
+				budget := DefaultLogBudget
+				if o.LogBudget != nil {
+					budget = *o.LogBudget
+				}
+				budget.Dropped = o.LogDropped
+				return relayLogs(stderr, pluginlog.NewRelay(log, p.Name, o.LogLevel), budget, log, p.Name)
+			})
 			return run, err
 		},
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: o.SocketParent},
@@ -113,7 +125,7 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 		AutoMTLS:         true,
 		StartTimeout:     o.StartTimeout,
 		Logger:           pluginlog.New(log, p.Name, p.Path, o.LogLevel),
-		Stderr:           io.Discard, // lines are re-logged through Logger
+		Stderr:           io.Discard, // the runner relays the plugin's lines itself
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
 	})

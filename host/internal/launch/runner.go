@@ -57,7 +57,7 @@ type processRunner struct {
 
 var _ runner.Runner = (*processRunner)(nil)
 
-func newProcessRunner(cmd *exec.Cmd, name, plugin, socketDir string) (*processRunner, error) {
+func newProcessRunner(cmd *exec.Cmd, name, plugin, socketDir string, logs func(io.ReadCloser) io.ReadCloser) (*processRunner, error) {
 	r := &processRunner{cmd: cmd, name: name, plugin: plugin, socketDir: socketDir, exited: make(chan struct{})}
 	var err error
 	if r.stdout, err = cmd.StdoutPipe(); err != nil {
@@ -67,7 +67,7 @@ func newProcessRunner(cmd *exec.Cmd, name, plugin, socketDir string) (*processRu
 	if err != nil {
 		return nil, err
 	}
-	r.stderr = sanitizeLogs(stderr)
+	r.stderr = logs(stderr)
 	return r, nil
 }
 
@@ -132,8 +132,9 @@ func (r *processRunner) Kill(context.Context) error {
 
 func (r *processRunner) Stdout() io.ReadCloser { return r.stdout }
 
-// Stderr is the plugin's log stream as go-plugin will parse it, made safe
-// for its parser first (sanitizeLogs).
+// Stderr is what go-plugin reads as the plugin's log stream: nothing, until
+// the plugin's stderr ends; the host reads and logs its lines itself
+// (relayLogs).
 func (r *processRunner) Stderr() io.ReadCloser { return r.stderr }
 func (r *processRunner) Name() string          { return r.name }
 func (r *processRunner) Diagnose(context.Context) string {

@@ -1,9 +1,11 @@
 package scrape
 
 import (
+	"bytes"
 	"fmt"
-	"io"
+	"hash/maphash"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/plexporter/plexporter/host/internal/supervise"
@@ -16,10 +18,10 @@ import (
 func TestCollectorLabelsAreBounded(t *testing.T) {
 	c := newCounters()
 	for i := range 1000 {
-		c.addErrors("hostile", []*pluginv1.CollectError{{Collector: fmt.Sprint("c", i), Message: "x"}})
+		c.addErrors("hostile", []*pluginv1.CollectError{{Collector: fmt.Sprint("c", i), Message: "x"}}, 0)
 	}
-	c.addErrors("good", []*pluginv1.CollectError{{Collector: "sysfs"}})
-	_, errs := c.addDrops(&merge.Result{})
+	c.addErrors("good", []*pluginv1.CollectError{{Collector: "sysfs"}}, 0)
+	_, errs, _ := c.addDrops(&merge.Result{})
 	if n := c.collectors("hostile"); n != maxCollectors+1 {
 		t.Errorf("hostile plugin has %d collector series, want %d and the overflow", n, maxCollectors)
 	}
@@ -41,13 +43,26 @@ func TestCollectorLabelsAreBounded(t *testing.T) {
 }
 
 // Error messages invented on every scrape do not grow the log-once set
-// without bound.
+// without bound, in entries or in bytes (it keeps hashes: a 4 KiB message
+// costs what a short one does), and at most maxErrorLines of them are
+// logged per plugin and scrape.
 func TestLoggedCausesAreBounded(t *testing.T) {
-	s := &Scraper{logged: map[string]bool{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	for i := range 3 * maxLogged {
-		s.logOnce([]string{"hostile"}, []*supervise.Collection{{Errors: []*pluginv1.CollectError{{Collector: "c", Message: fmt.Sprint("message ", i)}}}}, &merge.Result{})
+	var logs bytes.Buffer
+	s := &Scraper{logged: map[uint64]struct{}{}, seed: maphash.MakeSeed(), log: slog.New(slog.NewTextHandler(&logs, nil))}
+	long := strings.Repeat("m", 4<<10)
+	for i := range 3 * maxLogged / 20 {
+		var errs []*pluginv1.CollectError
+		for j := range 20 {
+			errs = append(errs, &pluginv1.CollectError{Collector: "c", Message: fmt.Sprint(long, i, " ", j)})
+		}
+		s.logOnce([]string{"hostile"}, []*supervise.Collection{{Errors: errs}}, &merge.Result{})
 		if len(s.logged) > maxLogged {
 			t.Fatalf("%d causes remembered after %d scrapes, want at most %d", len(s.logged), i+1, maxLogged)
+		}
+		if i == 0 {
+			if n := strings.Count(logs.String(), "partial error (logged once)"); n != maxErrorLines {
+				t.Fatalf("%d errors logged of one scrape's 20, want %d", n, maxErrorLines)
+			}
 		}
 	}
 }

@@ -52,10 +52,11 @@ type answer struct {
 // sharedMerge is one merge of a round's answers and the self-metric totals
 // right after it, for every scrape that saw the same plugins answer.
 type sharedMerge struct {
-	once    sync.Once
-	res     *merge.Result
-	dropped map[merge.DropKey]float64
-	errors  map[[2]string]float64
+	once          sync.Once
+	res           *merge.Result
+	dropped       map[merge.DropKey]float64
+	errors        map[[2]string]float64
+	errorsDropped map[string]float64
 }
 
 // startRound asks every picked plugin once. The Collects run under the

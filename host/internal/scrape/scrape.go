@@ -5,8 +5,10 @@ package scrape
 
 import (
 	"context"
+	"hash/maphash"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,8 +49,14 @@ type Scraper struct {
 	mu     sync.Mutex
 	rounds map[string]*round // rounds that take new scrapes, by selection (round.go)
 
+	ownMu     sync.Mutex
+	ownedBy   []ownerSource // what ownership was built from
+	ownership *merge.Owners
+	contested map[merge.Contested]bool // logged already
+
 	logMu  sync.Mutex
-	logged map[string]bool // drop and error causes already logged
+	logged map[uint64]struct{} // hashes of the drop and error causes already logged
+	seed   maphash.Seed
 }
 
 // New returns a Scraper. filter is the host allowlist/denylist, applied to
@@ -69,7 +77,9 @@ func New(f *fleet.Fleet, filter *metricfilter.Filter, devices *merge.DeviceFilte
 		totals:       newCounters(),
 		reg:          prometheus.NewRegistry(),
 		rounds:       map[string]*round{},
-		logged:       map[string]bool{},
+		logged:       map[uint64]struct{}{},
+		seed:         maphash.MakeSeed(),
+		contested:    map[merge.Contested]bool{},
 	}
 	s.healthWriters.filter, s.runtimeWriters.filter = health, filter
 	s.reg.MustRegister(
@@ -188,18 +198,62 @@ func (s *Scraper) merge(r *round, got []bool, m *sharedMerge) {
 		name := sup.Plugin().Name
 		inputs = append(inputs, merge.Input{Plugin: name, Batches: a.coll.Batches, MaxSeries: sup.Settings().MaxSeries})
 		names, colls = append(names, name), append(colls, a.coll)
-		a.counted.Do(func() { s.totals.addErrors(name, a.coll.Errors) })
+		a.counted.Do(func() { s.totals.addErrors(name, a.coll.Errors, a.coll.ErrorsDropped) })
 	}
-	m.res = merge.Merge(inputs, s.opts)
-	m.dropped, m.errors = s.totals.addDrops(m.res)
+	opts := s.opts
+	opts.Owners = s.owners()
+	m.res = merge.Merge(inputs, opts)
+	m.dropped, m.errors, m.errorsDropped = s.totals.addDrops(m.res)
 	s.logOnce(names, colls, m.res)
+}
+
+// ownerSource is one plugin's catalogue as ownership saw it.
+type ownerSource struct {
+	plugin, prefix string
+	info           *pluginv1.InfoResponse
+}
+
+// owners returns the owners of the families every known plugin's
+// catalogue declares (all of them, not only the selected: a scrape of the
+// offender alone must not show the family it takes). It is built again
+// only when a plugin's Info or prefix changed; contested declarations are
+// logged then.
+func (s *Scraper) owners() *merge.Owners {
+	var src []ownerSource
+	for _, sup := range s.fleet.Supervisors() {
+		if info := sup.Status().Info; info != nil {
+			src = append(src, ownerSource{sup.Plugin().Name, sup.Settings().MetricPrefix, info})
+		}
+	}
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	if s.ownership != nil && slices.Equal(src, s.ownedBy) {
+		return s.ownership
+	}
+	cats := make([]merge.Catalogue, len(src))
+	for i, c := range src {
+		cats[i] = merge.Catalogue{Plugin: c.plugin, Prefix: c.prefix, Families: c.info.GetMetrics()}
+	}
+	o, contested := merge.NewOwners(cats)
+	logged := 0
+	for _, c := range contested {
+		if s.contested[c] || logged == 10 || len(s.contested) >= maxLogged {
+			continue
+		}
+		s.contested[c] = true
+		logged++
+		s.log.Warn("two plugins' catalogues declare the same family without marking it shared; it belongs to the first by name, the other's series of it are dropped (foreign_family)",
+			"family", c.Family, "owner", c.Owner, "other", c.Other)
+	}
+	s.ownership, s.ownedBy = o, src
+	return o
 }
 
 // report makes one scrape's self-metrics: the fleet as it is now, what this
 // scrape waited for each plugin and got from it, and the totals of the
 // merge it shares.
 func (s *Scraper) report(r *round, got []bool, m *sharedMerge, arrived, left time.Time) *report {
-	rep := &report{statuses: s.fleet.Statuses(), refused: s.fleet.Refused(), reload: s.fleet.LastReload(), scraped: make(map[string]scrapeResult, len(r.picked)), dropped: m.dropped, errors: m.errors}
+	rep := &report{statuses: s.fleet.Statuses(), refused: s.fleet.Refused(), reload: s.fleet.LastReload(), scraped: make(map[string]scrapeResult, len(r.picked)), dropped: m.dropped, errors: m.errors, errorsDropped: m.errorsDropped}
 	for i, sup := range r.picked {
 		name := sup.Plugin().Name
 		res := scrapeResult{seconds: r.waited(i, got[i], arrived, left).Seconds()}
@@ -276,33 +330,62 @@ const healthPrefix = "plexporter_"
 
 // maxLogged bounds the set of causes already logged: causes and error
 // messages come from plugins, and a plugin inventing a new message on every
-// scrape must not grow the host without end. When it is full it is
-// forgotten, so a cause may be logged again — bounded repetition instead of
-// unbounded memory.
+// scrape must not grow the host without end. The set holds 64-bit hashes,
+// not the messages, so it is bounded in bytes whatever their length (a
+// 4 MiB message costs 8 bytes); when it is full it is forgotten, so a
+// cause may be logged again — bounded repetition instead of unbounded
+// memory. (Two causes with the same hash would log only the first: one
+// chance in 2^64.)
 const maxLogged = 4096
+
+// maxErrorLines is the number of partial errors logged per plugin and
+// merge; a plugin making up new messages on every collect costs at most
+// that many lines (of at most batch.MaxErrorLen) per scrape.
+const maxErrorLines = 10
 
 // logOnce logs each distinct drop cause and plugin error once per process.
 func (s *Scraper) logOnce(names []string, results []*supervise.Collection, res *merge.Result) {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	if len(s.logged) >= maxLogged {
-		clear(s.logged)
+	first := func(parts ...string) bool {
+		var h maphash.Hash
+		h.SetSeed(s.seed)
+		for _, p := range parts {
+			h.WriteString(p)
+			h.WriteByte(0)
+		}
+		k := h.Sum64()
+		if _, ok := s.logged[k]; ok {
+			return false
+		}
+		if len(s.logged) >= maxLogged {
+			clear(s.logged)
+		}
+		s.logged[k] = struct{}{}
+		return true
 	}
 	for k, cause := range res.Causes {
-		key := k.Plugin + "\x00" + k.Reason + "\x00" + cause
-		if !s.logged[key] {
-			s.logged[key] = true
+		if first(k.Plugin, k.Reason, cause) {
 			s.log.Warn("dropping series (logged once per cause)", "plugin", k.Plugin, "reason", k.Reason, "example", cause)
 		}
 	}
 	for i, r := range results {
 		name := names[i]
+		lines, unlogged := 0, 0
 		for _, e := range r.Errors {
-			key := name + "\x00" + e.Collector + "\x00" + e.Message
-			if !s.logged[key] {
-				s.logged[key] = true
-				s.log.Warn("plugin reported a partial error (logged once)", "plugin", name, "collector", e.Collector, "err", e.Message)
+			if !first(name, e.Collector, e.Message) {
+				continue
 			}
+			if lines == maxErrorLines {
+				unlogged++
+				continue
+			}
+			lines++
+			s.log.Warn("plugin reported a partial error (logged once)", "plugin", name, "collector", e.Collector, "err", e.Message)
+		}
+		// At most once a minute per plugin.
+		if (unlogged > 0 || r.ErrorsDropped > 0) && first(name, "\x00budget", strconv.FormatInt(time.Now().Unix()/60, 10)) {
+			s.log.Warn("plugin reported more partial errors than the host logs or keeps; all kept are counted in plexporter_plugin_collect_errors_total, the discarded in plexporter_plugin_collect_errors_dropped_total", "plugin", name, "not_logged", unlogged, "discarded", r.ErrorsDropped)
 		}
 		if r.Err != nil {
 			s.log.Debug("plugin collect failed", "plugin", name, "err", r.Err, "duration", r.Duration)

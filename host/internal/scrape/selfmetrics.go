@@ -19,13 +19,14 @@ import (
 // Every merge adds its drops, every plugin answer its errors, and each
 // scrape reports the totals.
 type counters struct {
-	mu      sync.Mutex
-	dropped map[merge.DropKey]float64
-	errors  map[[2]string]float64 // plugin, collector
+	mu            sync.Mutex
+	dropped       map[merge.DropKey]float64
+	errors        map[[2]string]float64 // plugin, collector
+	errorsDropped map[string]float64    // plugin: partial errors past the budget
 }
 
 func newCounters() *counters {
-	return &counters{dropped: map[merge.DropKey]float64{}, errors: map[[2]string]float64{}}
+	return &counters{dropped: map[merge.DropKey]float64{}, errors: map[[2]string]float64{}, errorsDropped: map[string]float64{}}
 }
 
 // maxCollectors bounds the distinct collector label values one plugin can
@@ -39,9 +40,12 @@ const maxCollectors = 64
 const OverflowCollector = "_other_collectors"
 
 // addErrors counts the partial errors of one plugin's answer.
-func (c *counters) addErrors(plugin string, errs []*pluginv1.CollectError) {
+func (c *counters) addErrors(plugin string, errs []*pluginv1.CollectError, dropped int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if dropped > 0 || c.errorsDropped[plugin] > 0 {
+		c.errorsDropped[plugin] += float64(dropped)
+	}
 	for _, e := range errs {
 		k := [2]string{plugin, e.Collector}
 		if _, seen := c.errors[k]; !seen && c.collectors(plugin) >= maxCollectors {
@@ -64,13 +68,13 @@ func (c *counters) collectors(plugin string) int {
 
 // addDrops counts one merge's drops and returns a copy of the totals, the
 // partial errors' included.
-func (c *counters) addDrops(res *merge.Result) (map[merge.DropKey]float64, map[[2]string]float64) {
+func (c *counters) addDrops(res *merge.Result) (map[merge.DropKey]float64, map[[2]string]float64, map[string]float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, n := range res.Drops {
 		c.dropped[k] += float64(n)
 	}
-	return maps.Clone(c.dropped), maps.Clone(c.errors)
+	return maps.Clone(c.dropped), maps.Clone(c.errors), maps.Clone(c.errorsDropped)
 }
 
 // report is one scrape's self-metrics, made from that scrape's own waits
@@ -79,12 +83,13 @@ func (c *counters) addDrops(res *merge.Result) (map[merge.DropKey]float64, map[[
 // concurrent scrapes, of one selection or of others, each describe
 // themselves.
 type report struct {
-	statuses []fleet.Status
-	refused  []fleet.Refusal
-	scraped  map[string]scrapeResult
-	dropped  map[merge.DropKey]float64
-	errors   map[[2]string]float64
-	reload   fleet.Reload
+	statuses      []fleet.Status
+	refused       []fleet.Refusal
+	scraped       map[string]scrapeResult
+	dropped       map[merge.DropKey]float64
+	errors        map[[2]string]float64
+	errorsDropped map[string]float64
+	reload        fleet.Reload
 }
 
 type scrapeResult struct {
@@ -105,6 +110,11 @@ var (
 	descSeries        = sdk.NewDesc("plexporter_plugin_series", sdk.Gauge, "Series the plugin contributed to this scrape after the guard.", "plugin")
 	descDropped       = sdk.NewDesc("plexporter_dropped_series_total", sdk.Counter, "Series dropped by the guard, by plugin and reason (malformed, invalid_name, label_limit, invalid_label_value, invalid_histogram, invalid_summary, conflict, name_collision, duplicate, series_limit; see the README).", "plugin", "reason")
 	descErrors        = sdk.NewDesc("plexporter_plugin_collect_errors_total", sdk.Counter, "Partial failures the plugin reported, by the part that failed.", "plugin", "collector")
+	// What a plugin sent past its budgets (docs/security.md): present once
+	// the plugin went past one.
+	descErrorsDropped   = sdk.NewDesc("plexporter_plugin_collect_errors_dropped_total", sdk.Counter, "Partial errors the host discarded unread because the plugin sent more in one collect than its budget (100 errors, 64 KiB).", "plugin")
+	descWarningsDropped = sdk.NewDesc("plexporter_plugin_warnings_dropped_total", sdk.Counter, "Configuration warnings the host did not log because the plugin answered Configure with more than its budget (32 warnings, 16 KiB).", "plugin")
+	descLogDropped      = sdk.NewDesc("plexporter_plugin_log_dropped_total", sdk.Counter, "Log lines the host dropped unread because the plugin wrote more than its log budget (100 lines/s, 64 KiB/s, after a burst of 2000 lines or 1 MiB).", "plugin")
 	// Prometheus's own names for the same thing, so the same alerts work.
 	descReloadOK = sdk.NewDesc("plexporter_config_last_reload_successful", sdk.Gauge, "1 if the last reading of the config file (at start, SIGHUP, POST /-/reload or a plugin directory change) succeeded; 0 if it failed and the running plugins keep their settings.")
 	descReloadAt = sdk.NewDesc("plexporter_config_last_reload_success_timestamp_seconds", sdk.Gauge, "When the config file was last read successfully (seconds since the epoch).")
@@ -127,6 +137,15 @@ func (r *report) write(w *sdk.Writer) {
 		}
 		if st.State == supervise.Refused {
 			w.Gauge(descRefused, 1, st.Name)
+		}
+		if st.WarningsDropped > 0 {
+			w.Counter(descWarningsDropped, float64(st.WarningsDropped), st.Name)
+		}
+		if st.LogDropped > 0 {
+			w.Counter(descLogDropped, float64(st.LogDropped), st.Name)
+		}
+		if n := r.errorsDropped[st.Name]; n > 0 {
+			w.Counter(descErrorsDropped, n, st.Name)
 		}
 		if res, ok := r.scraped[st.Name]; ok {
 			w.Gauge(descDuration, res.seconds, st.Name)

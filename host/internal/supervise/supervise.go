@@ -15,10 +15,12 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sync/singleflight"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -125,6 +127,10 @@ type Status struct {
 	Info      *pluginv1.InfoResponse
 	Started   bool // the first start attempt is over (ok or not)
 	Sandboxed bool
+	// WarningsDropped counts Configure warnings past the budget
+	// (maxWarnings, maxWarningBytes), LogDropped the plugin's log lines
+	// past its log budget (launch.LogBudget), since the supervisor began.
+	WarningsDropped, LogDropped uint64
 }
 
 // Up reports whether the plugin is running and configured.
@@ -132,10 +138,13 @@ func (s Status) Up() bool { return s.State == Running }
 
 // Collection is one Collect's result. Batches received before an error are kept.
 type Collection struct {
-	Batches  []*pluginv1.Batch
-	Errors   []*pluginv1.CollectError
-	Err      error
-	Duration time.Duration
+	Batches []*pluginv1.Batch
+	Errors  []*pluginv1.CollectError
+	// ErrorsDropped counts the partial errors the budget discarded
+	// (batch.LimitsFor): past the count or the bytes one collect may send.
+	ErrorsDropped int
+	Err           error
+	Duration      time.Duration
 }
 
 // Supervisor owns one plugin process.
@@ -149,6 +158,9 @@ type Supervisor struct {
 	status Status
 	client pluginv1.PluginServiceClient
 	proc   *launch.Process
+
+	warningsDropped atomic.Uint64
+	logDropped      atomic.Uint64 // launch's log budget counts here, across restarts
 
 	timeouts    int  // consecutive timed-out collects
 	driftWarned bool // sandbox hints compared with the manifest and found wanting (loop only)
@@ -202,8 +214,10 @@ func (s *Supervisor) FirstAttempt() <-chan struct{} { return s.first }
 // Status returns a snapshot.
 func (s *Supervisor) Status() Status {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.status
+	st := s.status
+	s.mu.Unlock()
+	st.WarningsDropped, st.LogDropped = s.warningsDropped.Load(), s.logDropped.Load()
+	return st
 }
 
 // become moves to the next state; leaving Running forgets the process, so
@@ -335,12 +349,19 @@ func (s *Supervisor) finalState(err error) State {
 	return Backoff
 }
 
+// MaxStartAnswerBytes bounds an Info or Configure answer, enforced by gRPC
+// while it is received: a catalogue of a thousand families takes about
+// 200 kB, and the host keeps a plugin's Info for as long as it runs.
+const MaxStartAnswerBytes = 1 << 20
+
+var maxStartAnswer = grpc.MaxCallRecvMsgSize(MaxStartAnswerBytes)
+
 // tooLarge says in the host's words that an Info or Configure answer
-// exceeded batch.MaxMessageBytes: go-plugin would otherwise receive up to
+// exceeded MaxStartAnswerBytes: go-plugin would otherwise receive up to
 // 2 GiB there, bounded only by the start timeout.
 func tooLarge(err error) error {
 	if status.Code(err) == codes.ResourceExhausted {
-		return fmt.Errorf("the plugin's answer is larger than the %d MiB the host accepts (a catalogue or warnings that big are a plugin bug): %w", batch.MaxMessageBytes>>20, err)
+		return fmt.Errorf("the plugin's answer is larger than the %d MiB the host accepts (a catalogue or warnings that big are a plugin bug): %w", MaxStartAnswerBytes>>20, err)
 	}
 	return err
 }
@@ -362,7 +383,9 @@ func exitText(err error) string {
 // start launches the process and runs Info and Configure; on any failure
 // the process is gone again when it returns.
 func (s *Supervisor) start(ctx context.Context) (*launch.Process, error) {
-	proc, err := launch.Start(s.plugin, s.settings.launchOptions(), s.hostLog)
+	opts := s.settings.launchOptions()
+	opts.LogDropped = &s.logDropped
+	proc, err := launch.Start(s.plugin, opts, s.hostLog)
 	if err != nil {
 		return nil, err
 	}
@@ -392,7 +415,7 @@ func (s *Supervisor) start(ctx context.Context) (*launch.Process, error) {
 
 // describe asks Info and checks what the plugin says about itself.
 func (s *Supervisor) describe(ctx context.Context, client pluginv1.PluginServiceClient) error {
-	info, err := client.Info(ctx, &pluginv1.InfoRequest{}, batch.MaxMessage)
+	info, err := client.Info(ctx, &pluginv1.InfoRequest{}, maxStartAnswer)
 	if err != nil {
 		return fmt.Errorf("Info: %w", tooLarge(err))
 	}
@@ -434,7 +457,7 @@ func (s *Supervisor) warnDrift(h *pluginv1.SandboxHints) {
 // configure sends the settings. INVALID_ARGUMENT is the plugin rejecting
 // them (a rejectedError); its warnings are logged, once per start.
 func (s *Supervisor) configure(ctx context.Context, client pluginv1.PluginServiceClient) error {
-	resp, err := client.Configure(ctx, s.settings.ConfigureRequest(), batch.MaxMessage)
+	resp, err := client.Configure(ctx, s.settings.ConfigureRequest(), maxStartAnswer)
 	if status.Code(err) == codes.InvalidArgument {
 		return &rejectedError{message: status.Convert(err).Message()}
 	}
@@ -442,10 +465,37 @@ func (s *Supervisor) configure(ctx context.Context, client pluginv1.PluginServic
 		return fmt.Errorf("Configure: %w", tooLarge(err))
 	}
 	loc := s.settings.ConfigLocation
+	logged, bytes := 0, 0
 	for _, w := range resp.GetWarnings() {
+		w = truncateWarning(w)
+		if logged >= maxWarnings || bytes+len(w) > maxWarningBytes {
+			s.warningsDropped.Add(1)
+			continue
+		}
+		logged, bytes = logged+1, bytes+len(w)
 		s.log.Warn("plugin warns about its configuration", "warning", w, "file", loc.File, "key", loc.Key, "line", loc.Line)
 	}
+	if n := len(resp.GetWarnings()) - logged; n > 0 {
+		s.log.Warn("plugin sent more configuration warnings than the host logs; the rest are counted in plexporter_plugin_warnings_dropped_total", "dropped", n, "logged", logged, "file", loc.File, "key", loc.Key)
+	}
 	return nil
+}
+
+// The Configure warnings of one start the host logs: a plugin answering
+// 100,000 warnings wrote 27 MB of log per start, again at every restart.
+// A longer warning is cut at maxWarningLen and marked.
+const (
+	maxWarnings     = 32
+	maxWarningBytes = 16 << 10
+	maxWarningLen   = 1 << 10
+)
+
+func truncateWarning(w string) string {
+	if len(w) <= maxWarningLen {
+		return w
+	}
+	e, _ := batch.TruncateError(&pluginv1.CollectError{Message: w}, maxWarningLen)
+	return e.GetMessage()
 }
 
 var errNotRunning = errors.New("plugin is not running")
@@ -485,7 +535,8 @@ func (s *Supervisor) collect(client pluginv1.PluginServiceClient) *Collection {
 	if err == nil {
 		// Drain stops at the plugin's limits; the deferred cancel then ends
 		// the RPC, which stops the plugin too.
-		res.Batches, res.Errors, err = batch.Drain(stream, batch.LimitsFor(s.settings.MaxSeries))
+		d := batch.DrainCounted(stream, batch.LimitsFor(s.settings.MaxSeries))
+		res.Batches, res.Errors, res.ErrorsDropped, err = d.Batches, d.Errors, d.ErrorsDropped, d.Err
 	}
 	res.Err = err
 	res.Duration = time.Since(began)

@@ -321,15 +321,15 @@ func TestHandshakeFailuresAreRefused(t *testing.T) {
 }
 
 // Info and Configure answers are bounded like Collect messages
-// (batch.MaxMessageBytes), not by go-plugin's 2 GiB: an oversized one fails
+// (MaxStartAnswerBytes), not by go-plugin's 2 GiB: an oversized one fails
 // the start with the host's own words.
 func TestOversizedStartAnswersFailTheStart(t *testing.T) {
 	for name, tc := range map[string]struct {
 		cfg map[string]any
 		env string
 	}{
-		"Info":      {cfg: map[string]any{"series": 1}, env: "100000"},            // ~5 MiB of descriptors
-		"Configure": {cfg: map[string]any{"series": 1, "warning_bytes": 5 << 20}}, // one 5 MiB warning
+		"Info":      {cfg: map[string]any{"series": 1}, env: "30000"},             // ~1.5 MiB of descriptors
+		"Configure": {cfg: map[string]any{"series": 1, "warning_bytes": 2 << 20}}, // one 2 MiB warning
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv("CHAOS_CATALOGUE", tc.env)
@@ -337,8 +337,8 @@ func TestOversizedStartAnswersFailTheStart(t *testing.T) {
 			sup.Start()
 			<-sup.FirstAttempt()
 			st := sup.Status()
-			if st.State == Running || !strings.Contains(st.LastError, name+": the plugin's answer is larger than the 4 MiB the host accepts") {
-				t.Fatalf("want a failed start naming %s and the 4 MiB bound, got %v: %s", name, st.State, st.LastError)
+			if st.State == Running || !strings.Contains(st.LastError, name+": the plugin's answer is larger than the 1 MiB the host accepts") {
+				t.Fatalf("want a failed start naming %s and the 1 MiB bound, got %v: %s", name, st.State, st.LastError)
 			}
 		})
 	}

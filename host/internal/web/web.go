@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -37,9 +38,22 @@ type Options struct {
 	// Prometheus's own scrape timeout, when it sends one, wins.
 	WriteTimeout time.Duration
 	// Reload, when set, is served as POST /-/reload: what SIGHUP does,
-	// answered 200, or 500 with its error.
-	Reload func() error
+	// answered 200, or 500 with its error — only with EnableLifecycle
+	// (--web.enable-lifecycle); otherwise /-/reload answers 403, as
+	// Prometheus's does.
+	Reload          func() error
+	EnableLifecycle bool
+	// MaxScrapeTimeout caps the X-Prometheus-Scrape-Timeout-Seconds a
+	// client may announce (default DefaultMaxScrapeTimeout): the header
+	// sets how long a scrape may wait and its response may take, so a
+	// client announcing an hour held a --web.max-requests slot for one.
+	MaxScrapeTimeout time.Duration
 }
+
+// DefaultMaxScrapeTimeout is the cap on a client's announced scrape
+// timeout when Options leave it unset (Prometheus's own scrape_timeout
+// cannot usefully exceed its scrape_interval, rarely above a minute).
+const DefaultMaxScrapeTimeout = 2 * time.Minute
 
 // DefaultWriteTimeout is the write budget when Options leave it unset.
 const DefaultWriteTimeout = 5 * time.Second
@@ -58,8 +72,11 @@ func Handler(s Scraper, ready func() error, opts Options, log *slog.Logger) (htt
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
+	if opts.MaxScrapeTimeout <= 0 {
+		opts.MaxScrapeTimeout = DefaultMaxScrapeTimeout
+	}
 	mux := http.NewServeMux()
-	mux.Handle(opts.MetricsPath, &metricsHandler{scraper: s, log: log, sem: semaphore(opts.MaxRequests), writeTimeout: opts.WriteTimeout})
+	mux.Handle(opts.MetricsPath, &metricsHandler{scraper: s, log: log, sem: semaphore(opts.MaxRequests), writeTimeout: opts.WriteTimeout, maxTimeout: opts.MaxScrapeTimeout})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
@@ -72,6 +89,12 @@ func Handler(s Scraper, ready func() error, opts Options, log *slog.Logger) (htt
 	})
 	if opts.Reload != nil {
 		mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+			if !opts.EnableLifecycle {
+				// Anyone who reaches the port could otherwise make the host
+				// restart changed plugins at will.
+				http.Error(w, "Lifecycle API is not enabled (--web.enable-lifecycle); reload with SIGHUP (systemctl reload plexporter)", http.StatusForbidden)
+				return
+			}
 			if r.Method != http.MethodPost && r.Method != http.MethodPut {
 				w.Header().Set("Allow", "POST, PUT")
 				http.Error(w, "reload with POST", http.StatusMethodNotAllowed)
@@ -120,15 +143,72 @@ func semaphore(n int) chan struct{} {
 // is reused between scrapes). Responses are bounded per request by the
 // handler's write deadline, not by http.Server.WriteTimeout: that one starts
 // when the headers are read, so it would also have to cover the longest
-// scrape a Prometheus may ask for.
-func Server(handler http.Handler) *http.Server {
-	return &http.Server{
+// scrape a Prometheus may ask for. At most maxConns connections are open
+// (0: no limit): see connLimit.
+func Server(handler http.Handler, maxConns int) *http.Server {
+	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
+	if maxConns > 0 {
+		l := &connLimit{max: maxConns, conns: map[net.Conn]*connInfo{}}
+		srv.ConnState = l.track
+	}
+	return srv
+}
+
+// connLimit caps the open connections (each costs the host a descriptor
+// and a goroutine: 3,000 idle keep-alive connections cost 3,019 fds, and
+// at a lowered fd limit the host could no longer restart plugins). A new
+// connection over the cap closes the connection that has waited longest
+// without a request in progress (idle keep-alive, or connected and not yet
+// sending): a scraper arriving finds room, and whoever hoards connections
+// loses them. When every connection is serving a request, the new one is
+// closed instead. It works on whatever listener the server uses
+// (systemd's sockets, vsock, TLS).
+type connLimit struct {
+	max   int
+	mu    sync.Mutex
+	conns map[net.Conn]*connInfo
+}
+
+type connInfo struct {
+	state http.ConnState
+	since time.Time
+}
+
+func (l *connLimit) track(c net.Conn, st http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch st {
+	case http.StateClosed, http.StateHijacked:
+		delete(l.conns, c)
+		return
+	case http.StateNew:
+		if len(l.conns) >= l.max {
+			var victim net.Conn
+			var oldest time.Time
+			for vc, info := range l.conns {
+				if info.state != http.StateActive && (victim == nil || info.since.Before(oldest)) {
+					victim, oldest = vc, info.since
+				}
+			}
+			if victim == nil {
+				c.Close() // every connection is serving: refuse this one
+				return
+			}
+			victim.Close()
+			delete(l.conns, victim)
+		}
+	}
+	if info := l.conns[c]; info != nil {
+		info.state, info.since = st, time.Now()
+		return
+	}
+	l.conns[c] = &connInfo{state: st, since: time.Now()}
 }
 
 type metricsHandler struct {
@@ -136,6 +216,7 @@ type metricsHandler struct {
 	log          *slog.Logger
 	sem          chan struct{}
 	writeTimeout time.Duration
+	maxTimeout   time.Duration // cap on the client's announced timeout
 }
 
 var gzipPool = sync.Pool{New: func() any {
@@ -167,14 +248,14 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	ctx, cancel := scrapeContext(r)
+	ctx, cancel := scrapeContext(r, h.maxTimeout)
 	defer cancel()
 	fams := h.scraper.Scrape(ctx, sel)
 
 	// The scrape is done; from here the client alone decides how long the
 	// response takes. Bound it so a client that never reads frees its slot.
 	budget := h.writeTimeout
-	if d, ok := prometheusTimeout(r); ok && d > budget {
+	if d, ok := prometheusTimeout(r, h.maxTimeout); ok && d > budget {
 		budget = d
 	}
 	if err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(budget)); err != nil {
@@ -209,8 +290,8 @@ const scrapeTimeoutMargin = 500 * time.Millisecond
 // scrapeContext bounds the scrape by Prometheus's own timeout
 // (X-Prometheus-Scrape-Timeout-Seconds) minus a margin; plugins still have
 // their own, usually shorter, --scrape.timeout.
-func scrapeContext(r *http.Request) (context.Context, context.CancelFunc) {
-	d, ok := prometheusTimeout(r)
+func scrapeContext(r *http.Request, maxTimeout time.Duration) (context.Context, context.CancelFunc) {
+	d, ok := prometheusTimeout(r, maxTimeout)
 	if !ok {
 		return context.WithCancel(r.Context())
 	}
@@ -218,11 +299,14 @@ func scrapeContext(r *http.Request) (context.Context, context.CancelFunc) {
 }
 
 // prometheusTimeout is the scrape timeout Prometheus announces in
-// X-Prometheus-Scrape-Timeout-Seconds.
-func prometheusTimeout(r *http.Request) (time.Duration, bool) {
+// X-Prometheus-Scrape-Timeout-Seconds, at most maxTimeout.
+func prometheusTimeout(r *http.Request, maxTimeout time.Duration) (time.Duration, bool) {
 	secs, err := strconv.ParseFloat(r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"), 64)
-	if err != nil || secs <= 0 || secs > 3600 {
+	if err != nil || !(secs > 0) {
 		return 0, false
+	}
+	if secs >= maxTimeout.Seconds() {
+		return maxTimeout, true
 	}
 	return time.Duration(secs * float64(time.Second)), true
 }

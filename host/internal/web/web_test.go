@@ -34,14 +34,15 @@ func TestAcceptsGzip(t *testing.T) {
 
 func TestScrapeContextFollowsPrometheusTimeout(t *testing.T) {
 	r, _ := http.NewRequest("GET", "/metrics", nil)
-	ctx, cancel := scrapeContext(r)
+	ctx, cancel := scrapeContext(r, DefaultMaxScrapeTimeout)
 	if _, ok := ctx.Deadline(); ok {
 		t.Error("no header must mean no deadline")
 	}
 	cancel()
-	for header, want := range map[string]time.Duration{"10": 9500 * time.Millisecond, "0.6": 500 * time.Millisecond, "junk": 0} {
+	// A client's hour is cut to the cap (2 minutes by default), less the margin.
+	for header, want := range map[string]time.Duration{"10": 9500 * time.Millisecond, "0.6": 500 * time.Millisecond, "junk": 0, "3600": DefaultMaxScrapeTimeout - 500*time.Millisecond, "+Inf": DefaultMaxScrapeTimeout - 500*time.Millisecond, "NaN": 0} {
 		r.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", header)
-		ctx, cancel := scrapeContext(r)
+		ctx, cancel := scrapeContext(r, DefaultMaxScrapeTimeout)
 		dl, ok := ctx.Deadline()
 		cancel()
 		if want == 0 {
@@ -131,7 +132,16 @@ func TestUnknownPluginInSelectionIs400(t *testing.T) {
 func TestReloadEndpoint(t *testing.T) {
 	var calls int
 	var fail error
-	h, err := Handler(&fakeScraper{}, func() error { return nil }, Options{MetricsPath: "/metrics", Reload: func() error { calls++; return fail }}, slog.New(slog.DiscardHandler))
+	off, err := Handler(&fakeScraper{}, func() error { return nil }, Options{MetricsPath: "/metrics", Reload: func() error { calls++; return fail }}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	off.ServeHTTP(rec, httptest.NewRequest("POST", "/-/reload", nil))
+	if rec.Code != http.StatusForbidden || calls != 0 || !strings.Contains(rec.Body.String(), "--web.enable-lifecycle") {
+		t.Errorf("POST without --web.enable-lifecycle: %d %q, %d reloads; want 403 naming the flag and none", rec.Code, rec.Body.String(), calls)
+	}
+	h, err := Handler(&fakeScraper{}, func() error { return nil }, Options{MetricsPath: "/metrics", EnableLifecycle: true, Reload: func() error { calls++; return fail }}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

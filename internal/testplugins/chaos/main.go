@@ -44,11 +44,21 @@ type config struct {
 	Flood         bool     `json:"flood"`           // after the rest, write gauges without end until the host stops the stream
 	InvalidUTF8   bool     `json:"invalid_utf8"`    // first of all, a series whose label value is not valid UTF-8
 	WarningBytes  int      `json:"warning_bytes"`   // one configuration warning this long (an oversized Configure answer)
+	WarningCount  int      `json:"warning_count"`   // this many distinct configuration warnings
+	Errors        int      `json:"errors"`          // distinct partial errors per collect, each in a message of its own
+	ErrorBytes    int      `json:"error_bytes"`     // with errors: the length of each message (default 64)
+	LogFlood      string   `json:"log_flood"`       // "json" or "plain": from Configure on, write log lines to fd 2 as fast as the pipe takes them
+	LabelAs       string   `json:"label_as"`        // the plugin label value of the normal series (default: the plugin's name), to forge another plugin's series
 }
 
 // hintsEnv holds sandbox hints (JSON of sdk.SandboxHints) for Info, which
 // must not depend on the config; a manifest's env list lets it through.
 const hintsEnv = "CHAOS_SANDBOX_HINTS"
+
+// Every chaos plugin declares chaos_owned_<its name> in its catalogue
+// (gauge, labels plugin and i, the help of the normal series): with
+// family: chaos_owned_<name> its normal series are in a family it owns.
+const ownedPrefix = "chaos_owned_"
 
 // catalogueEnv, a number: Info lists that many more families (an oversized
 // Info answer).
@@ -63,7 +73,7 @@ type chaos struct {
 }
 
 var (
-	shared       = sdk.NewDesc("chaos_shared", sdk.Gauge, "Shared by several plugins.", "plugin")
+	shared       = sdk.NewDesc("chaos_shared", sdk.Gauge, "Shared by several plugins.", "plugin").WithShared()
 	sharedWrong  = sdk.NewDesc("chaos_shared", sdk.Counter, "Shared by several plugins.", "plugin")
 	badName      = sdk.NewDesc("chaos-bad-name", sdk.Gauge, "Invalid name.")
 	badLabel     = sdk.NewDesc("chaos_bad_label", sdk.Gauge, "Invalid label name.", "bad-label")
@@ -76,7 +86,7 @@ var (
 )
 
 func (c *chaos) Info() sdk.Info {
-	info := sdk.Info{Name: c.name, Version: "0.0.1-test", Metrics: []*sdk.Desc{shared}}
+	info := sdk.Info{Name: c.name, Version: "0.0.1-test", Metrics: []*sdk.Desc{shared, sdk.NewDesc(ownedPrefix+c.name, sdk.Gauge, "Test series.", "plugin", "i")}}
 	if h := os.Getenv(hintsEnv); h != "" {
 		if err := json.Unmarshal([]byte(h), &info.Sandbox); err != nil {
 			sdk.Logger().Error("bad "+hintsEnv, "err", err)
@@ -95,6 +105,9 @@ func (c *chaos) Configure(_ context.Context, cfg sdk.Config) error {
 	}
 	for _, w := range c.cfg.Warnings {
 		cfg.Warn("%s", w)
+	}
+	for i := range c.cfg.WarningCount {
+		cfg.Warn("warning %d of a plugin that warns without end", i)
 	}
 	if c.cfg.WarningBytes > 0 {
 		cfg.Warn("%s", strings.Repeat("w", c.cfg.WarningBytes))
@@ -146,6 +159,19 @@ func (c *chaos) Configure(_ context.Context, cfg sdk.Config) error {
 		// os.Stderr at its stdio relay.
 		syscall.Write(2, []byte(c.cfg.StderrLine+"\n"))
 	}
+	if c.cfg.LogFlood != "" {
+		line := []byte(`{"@level":"error","@message":"chaos: flooding the log","@timestamp":"2001-01-01T00:00:00.000000Z","path":"/forged","k":"` + strings.Repeat("v", 200) + `"}` + "\n")
+		if c.cfg.LogFlood == "plain" {
+			line = []byte("chaos: flooding the log in plain text " + strings.Repeat("v", 200) + "\n")
+		}
+		go func() {
+			for {
+				if _, err := syscall.Write(2, line); err != nil && err != syscall.EINTR {
+					return
+				}
+			}
+		}()
+	}
 	if c.cfg.PIDFile != "" {
 		if err := os.WriteFile(c.cfg.PIDFile, []byte(fmt.Sprintf("%d %d\n", os.Getpid(), child)), 0o644); err != nil {
 			return err
@@ -179,8 +205,12 @@ func (c *chaos) Collect(ctx context.Context, w *sdk.Writer) error {
 		// Before the good series, so a stream lost to it would lose them too.
 		w.Gauge(c.desc, 1, c.name, "bad\xffvalue")
 	}
+	label := c.name
+	if c.cfg.LabelAs != "" {
+		label = c.cfg.LabelAs
+	}
 	for i := range c.cfg.Series {
-		w.Gauge(c.desc, float64(i), c.name, fmt.Sprint(i))
+		w.Gauge(c.desc, float64(i), label, fmt.Sprint(i))
 		if c.cfg.ExitMidStream && i == sdk.DefaultBatchSamples+1 {
 			os.Exit(3) // the first batch has been sent
 		}
@@ -190,6 +220,19 @@ func (c *chaos) Collect(ctx context.Context, w *sdk.Writer) error {
 	}
 	for i := range c.cfg.Duplicates {
 		w.Gauge(c.desc, -1, c.name, fmt.Sprint(i%max(c.cfg.Series, 1)))
+	}
+	if c.cfg.Errors > 0 {
+		n := c.cfg.ErrorBytes
+		if n <= 0 {
+			n = 64
+		}
+		body := strings.Repeat("e", n)
+		for i := range c.cfg.Errors {
+			w.Error("chaos", fmt.Errorf("%d/%d %s", c.collects, i, body))
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
 	}
 	if c.cfg.InvalidNames {
 		w.Gauge(badName, 1)

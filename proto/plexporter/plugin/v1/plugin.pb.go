@@ -221,8 +221,14 @@ type MetricDescriptor struct {
 	Type MetricType `protobuf:"varint,2,opt,name=type,proto3,enum=plexporter.plugin.v1.MetricType" json:"type,omitempty"`
 	Help string     `protobuf:"bytes,3,opt,name=help,proto3" json:"help,omitempty"`
 	// Base unit (seconds, bytes, ...) or empty.
-	Unit          string   `protobuf:"bytes,4,opt,name=unit,proto3" json:"unit,omitempty"`
-	LabelNames    []string `protobuf:"bytes,5,rep,name=label_names,json=labelNames,proto3" json:"label_names,omitempty"`
+	Unit       string   `protobuf:"bytes,4,opt,name=unit,proto3" json:"unit,omitempty"`
+	LabelNames []string `protobuf:"bytes,5,rep,name=label_names,json=labelNames,proto3" json:"label_names,omitempty"`
+	// The family belongs to the first plugin (by name) whose catalogue
+	// declares it; the host drops another plugin's series of it, and of the
+	// series names it exposes (x_bucket, x_total, ...), counted against the
+	// sender. A family several plugins write by design is declared shared by
+	// each of them: every plugin declaring it shared may then send it.
+	Shared        bool `protobuf:"varint,6,opt,name=shared,proto3" json:"shared,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -290,6 +296,13 @@ func (x *MetricDescriptor) GetLabelNames() []string {
 		return x.LabelNames
 	}
 	return nil
+}
+
+func (x *MetricDescriptor) GetShared() bool {
+	if x != nil {
+		return x.Shared
+	}
+	return false
 }
 
 type SandboxHints struct {
@@ -995,14 +1008,15 @@ const file_plexporter_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vapi_version\x18\x03 \x01(\tR\n" +
 	"apiVersion\x12@\n" +
 	"\ametrics\x18\x04 \x03(\v2&.plexporter.plugin.v1.MetricDescriptorR\ametrics\x12G\n" +
-	"\rsandbox_hints\x18\x05 \x01(\v2\".plexporter.plugin.v1.SandboxHintsR\fsandboxHints\"\xa5\x01\n" +
+	"\rsandbox_hints\x18\x05 \x01(\v2\".plexporter.plugin.v1.SandboxHintsR\fsandboxHints\"\xbd\x01\n" +
 	"\x10MetricDescriptor\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
 	"\x04type\x18\x02 \x01(\x0e2 .plexporter.plugin.v1.MetricTypeR\x04type\x12\x12\n" +
 	"\x04help\x18\x03 \x01(\tR\x04help\x12\x12\n" +
 	"\x04unit\x18\x04 \x01(\tR\x04unit\x12\x1f\n" +
 	"\vlabel_names\x18\x05 \x03(\tR\n" +
-	"labelNames\"\x9e\x01\n" +
+	"labelNames\x12\x16\n" +
+	"\x06shared\x18\x06 \x01(\bR\x06shared\"\x9e\x01\n" +
 	"\fSandboxHints\x12\"\n" +
 	"\fcapabilities\x18\x01 \x03(\tR\fcapabilities\x12&\n" +
 	"\x0fread_only_paths\x18\x02 \x03(\tR\rreadOnlyPaths\x12(\n" +
