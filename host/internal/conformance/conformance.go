@@ -68,9 +68,13 @@ type Options struct {
 // How long the runner waits for what the protocol says a plugin SHOULD do
 // on its own.
 const (
-	cookieWait   = 5 * time.Second       // exit without the magic cookie
+	// The rules that ask whether a plugin exits at all (without the cookie,
+	// once its lifeline reads EOF) wait generously: an interpreter's start
+	// on a loaded machine takes seconds (a Python plugin was seen still
+	// importing grpc after 5 s), and a plugin that never exits fails either way.
+	cookieWait   = 30 * time.Second      // exit without the magic cookie
 	stopGrace    = 2 * time.Second       // go-plugin's: then the host kills the group
-	lifelineWait = 5 * time.Second       // exit once the lifeline reads EOF
+	lifelineWait = 30 * time.Second      // exit once the lifeline reads EOF
 	cancelAfter  = 25 * time.Millisecond // at the earliest, cancel a Collect that has sent nothing yet
 	cancelGrace  = time.Second           // the next Collect may take this much longer than usual
 	repeats      = 3                     // Collects after the first, for collect.stable

@@ -35,7 +35,7 @@ var Rules = []Rule{
 	{"allowlist.prefixed", "with a metric_prefix, the allowlist matches the names as exposed: the prefixed names select families, the bare names none", []int{18, 19}},
 	{"stop", "exits within 2s of the host closing the connection", []int{9}},
 	{"process.up", "the first process is still running at the end of the run, 2s or more after its last Collect", []int{10}},
-	{"lifeline", "exits within 5s of its lifeline (fd 3) reading EOF", []int{8}},
+	{"lifeline", "exits once its lifeline (fd 3) reads EOF (within 30s)", []int{8}},
 }
 
 func ruleByID(id string) Rule {
