@@ -13,12 +13,22 @@ import (
 	"time"
 
 	"github.com/plexporter/plexporter/host/internal/discover"
+	"github.com/plexporter/plexporter/host/internal/sandbox"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
 var handshakeBin string
 
 func TestMain(m *testing.M) {
+	// This test binary is also the sandbox launcher of the tests that
+	// start a sandboxed command (command re-executes os.Executable()), as
+	// the host binary is.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.LaunchArg {
+		sandbox.Launch()
+	}
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ChildArg {
+		sandbox.LaunchChild()
+	}
 	dir, err := os.MkdirTemp("", "launch-test")
 	if err != nil {
 		panic(err)

@@ -85,11 +85,18 @@ type Process struct {
 // handshake. log is the host's logger, not tagged with the plugin: every
 // line about the process, go-plugin's and the plugin's own, is tagged
 // plugin=<name> once, by pluginlog.
+//
+// The binary is opened once: what is hashed, checked against the pin and
+// executed is that one open file, never the path again, so a file renamed
+// over the plugin between the check and the exec is not what runs.
 func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
-	sum, err := FileSHA256(p.Target)
+	bin, sum, err := openBinary(p.Target)
 	if err != nil {
 		return nil, err
 	}
+	// The child has its own descriptor once started; the host's is closed
+	// when the start is over, whatever its outcome.
+	defer bin.Close()
 	if o.SHA256 != "" && !strings.EqualFold(o.SHA256, sum) {
 		return nil, &PinError{Path: p.Target, SHA256: sum, Pin: o.SHA256}
 	}
@@ -100,7 +107,7 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 		// go-plugin hands RunnerFunc an empty command that carries only its
 		// handshake environment (SkipHostEnv), and a socket directory it made.
 		RunnerFunc: func(_ hclog.Logger, handshake *exec.Cmd, socketDir string) (runner.Runner, error) {
-			cmd, err := command(p, o, environment(o, os.LookupEnv, handshake.Env), socketDir)
+			cmd, err := command(p, o, bin, environment(o, os.LookupEnv, handshake.Env), socketDir)
 			if err != nil {
 				return nil, err
 			}
@@ -210,18 +217,29 @@ func environment(o Options, lookup func(string) (string, bool), handshake []stri
 	return append(env, handshake...)
 }
 
+// binaryFD is where the plugin's process (or its sandbox launcher) finds the
+// plugin binary the host opened and hashed: the second of exec.Cmd.ExtraFiles
+// (runner.go puts the lifeline first). It is executed through
+// /proc/self/fd/<binaryFD>, the very file the host hashed whatever the path
+// names by then; the descriptor stays open in the plugin (read-only, its
+// own binary), which an interpreter needs for a script.
+const binaryFD = lifelineFD + 1
+
 // command is the plugin's command line: the plugin binary itself, or the
 // host re-executed as the sandbox launcher, which confines itself and then
-// execs the plugin with the same environment.
-func command(p discover.Plugin, o Options, env []string, socketDir string) (*exec.Cmd, error) {
+// execs the plugin with the same environment. Either way what is executed
+// is bin, the file the host hashed (binaryFD), not p.Target's path again.
+func command(p discover.Plugin, o Options, bin *os.File, env []string, socketDir string) (*exec.Cmd, error) {
 	if o.Sandbox == nil {
-		cmd := exec.Command(p.Target)
+		cmd := exec.Command("/proc/self/fd/" + strconv.Itoa(binaryFD))
 		cmd.Args[0] = p.Path // the name it was installed under
 		cmd.Env = env
+		cmd.ExtraFiles = []*os.File{bin}
 		return cmd, nil
 	}
 	spec := *o.Sandbox
 	spec.SocketDir = socketDir
+	spec.BinaryFD = binaryFD
 	// go-plugin made the socket directory for the host's user (mode 0700);
 	// the plugin creates its socket there as its own user, and the host
 	// (root) can still connect to it.
@@ -238,8 +256,32 @@ func command(p discover.Plugin, o Options, env []string, socketDir string) (*exe
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = env
+	cmd.ExtraFiles = []*os.File{bin}
 	cmd.SysProcAttr = spec.SysProcAttr() // its PID namespace; the runner adds its own
 	return cmd, nil
+}
+
+// openBinary opens a plugin binary for hashing and executing, and returns
+// it with its hex SHA-256. The descriptor is positioned at the start again:
+// exec reads the file, not the offset, but a later hash must see it whole.
+func openBinary(path string) (*os.File, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%v)", path, fi.Mode().Type())
+	}
+	var sum string
+	if err == nil {
+		sum, err = hashFile(f)
+	}
+	if err != nil {
+		f.Close()
+		return nil, "", err
+	}
+	return f, sum, nil
 }
 
 // FileSHA256 returns the hex SHA-256 of a file.
@@ -249,9 +291,13 @@ func FileSHA256(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	return hashFile(f)
+}
+
+func hashFile(f *os.File) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)); err != nil {
+		return "", fmt.Errorf("hash %s: %w", f.Name(), err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -48,21 +48,26 @@ func TestEnvironment(t *testing.T) {
 
 func TestCommand(t *testing.T) {
 	p := discover.Plugin{Name: "rdma", Path: "/etc/plexporter/plugins.d/plexporter-rdma", Target: "/usr/lib/plexporter/plugins/plexporter-rdma"}
-	cmd, err := command(p, Options{}, []string{"A=1"}, "/tmp/sock")
-	if err != nil || cmd.Path != p.Target || cmd.Args[0] != p.Path || len(cmd.Args) != 1 || !slices.Equal(cmd.Env, []string{"A=1"}) {
-		t.Fatalf("unconfined command %v %q %v: %v", cmd.Path, cmd.Args, cmd.Env, err)
+	bin, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bin.Close()
+	cmd, err := command(p, Options{}, bin, []string{"A=1"}, "/tmp/sock")
+	if err != nil || cmd.Path != "/proc/self/fd/4" || cmd.Args[0] != p.Path || len(cmd.Args) != 1 || !slices.Equal(cmd.Env, []string{"A=1"}) || !slices.Equal(cmd.ExtraFiles, []*os.File{bin}) {
+		t.Fatalf("unconfined command %v %q %v %v: %v", cmd.Path, cmd.Args, cmd.Env, cmd.ExtraFiles, err)
 	}
 	if os.Geteuid() != 0 {
 		return // handing the socket directory to another user needs root
 	}
 	sock := t.TempDir()
 	spec := &sandbox.Spec{Binary: p.Target, Argv0: p.Path, UID: 65534, GID: 65534}
-	cmd, err = command(p, Options{Sandbox: spec}, []string{"A=1"}, sock)
+	cmd, err = command(p, Options{Sandbox: spec}, bin, []string{"A=1"}, sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	self, _ := os.Executable()
-	if cmd.Path != self || cmd.Args[1] != sandbox.LaunchArg || !strings.Contains(cmd.Args[2], `"socket_dir":"`+sock+`"`) || !slices.Equal(cmd.Env, []string{"A=1"}) {
+	if cmd.Path != self || cmd.Args[1] != sandbox.LaunchArg || !strings.Contains(cmd.Args[2], `"socket_dir":"`+sock+`"`) || !strings.Contains(cmd.Args[2], `"binary_fd":4`) || !slices.Equal(cmd.Env, []string{"A=1"}) || !slices.Equal(cmd.ExtraFiles, []*os.File{bin}) {
 		t.Errorf("launcher command %v %q %v", cmd.Path, cmd.Args, cmd.Env)
 	}
 	if fi, err := os.Stat(sock); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 65534 {

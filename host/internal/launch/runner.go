@@ -76,7 +76,8 @@ func (r *processRunner) Start(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("lifeline pipe: %w", err)
 	}
-	r.cmd.ExtraFiles = []*os.File{pr} // lifelineFD in the child
+	// lifelineFD in the child, then what command passed (binaryFD).
+	r.cmd.ExtraFiles = append([]*os.File{pr}, r.cmd.ExtraFiles...)
 	// Added to what command set (a sandboxed plugin's PID namespace).
 	if r.cmd.SysProcAttr == nil {
 		r.cmd.SysProcAttr = &syscall.SysProcAttr{}

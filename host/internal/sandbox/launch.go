@@ -45,7 +45,7 @@ func launch(role string) {
 		err = apply(spec)
 	}
 	if err == nil {
-		err = syscall.Exec(spec.Binary, []string{spec.Argv0}, os.Environ())
+		err = syscall.Exec(spec.executable(), []string{spec.Argv0}, os.Environ())
 		err = fmt.Errorf("exec %s: %w", spec.Binary, err)
 	}
 	fmt.Fprintf(os.Stderr, "[ERROR] plexporter sandbox: %v\n", err)
@@ -249,7 +249,7 @@ func rules(s *Spec) []landlock.Rule {
 	add(s.ReadOnly, landlock.ROFiles, landlock.RODirs, false)
 	add(s.ReadWrite, landlock.RWFiles, landlock.RWDirs, false)
 	add(s.Devices, landlock.RWFiles, landlock.RWDirs, true)
-	add([]string{s.Binary, "/etc/ld.so.cache"}, landlock.ROFiles, landlock.RODirs, false)
+	add([]string{s.executable(), "/etc/ld.so.cache"}, landlock.ROFiles, landlock.RODirs, false)
 	add([]string{"/lib", "/lib64", "/usr/lib", "/usr/lib64"}, landlock.ROFiles, landlock.RODirs, false)
 	add([]string{"/dev/null"}, landlock.RWFiles, landlock.RWDirs, false)
 	if s.SocketDir != "" {

@@ -51,9 +51,21 @@ func hostGone() bool {
 func runInit(s *Spec, specJSON string) {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	// The child launcher gets the same descriptors at the same numbers:
+	// the lifeline and the binary the host hashed (-1: closed there).
 	files := []uintptr{0, 1, 2}
-	if _, err := unix.FcntlInt(lifelineFD, unix.F_GETFD, 0); err == nil {
-		files = append(files, lifelineFD)
+	for _, fd := range []int{lifelineFD, s.BinaryFD} {
+		if fd <= 0 {
+			continue
+		}
+		for len(files) < fd {
+			files = append(files, ^uintptr(0))
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+			files = append(files, uintptr(fd))
+		} else {
+			files = append(files, ^uintptr(0))
+		}
 	}
 	// /proc/self/exe, not os.Executable: it is this very binary even if the
 	// host's file was replaced or removed by an upgrade since.

@@ -13,6 +13,7 @@ package sandbox
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"syscall"
 
 	"github.com/plexporter/plexporter/host/internal/manifest"
@@ -31,8 +32,13 @@ const ChildArg = "__plexporter-sandbox-child"
 
 // Spec is everything the launcher applies before exec.
 type Spec struct {
-	Binary      string   `json:"binary"` // resolved path, executed
-	Argv0       string   `json:"argv0"`  // the name it was installed under
+	Binary string `json:"binary"` // resolved path, for messages
+	// BinaryFD is the launcher's descriptor of the binary the host hashed:
+	// what is executed (/proc/self/fd/<BinaryFD>) and what the Landlock rule
+	// for the binary names, so that a file renamed over Binary after the
+	// host's check is never run. 0: execute Binary by path (tests).
+	BinaryFD    int      `json:"binary_fd"`
+	Argv0       string   `json:"argv0"` // the name it was installed under
 	UID         int      `json:"uid"`
 	GID         int      `json:"gid"`
 	Caps        []string `json:"caps"`       // ambient = permitted = effective; bounding = these only
@@ -78,6 +84,15 @@ func (s *Spec) SysProcAttr() *syscall.SysProcAttr {
 		attr.Cloneflags = syscall.CLONE_NEWPID
 	}
 	return attr
+}
+
+// executable is the path the launcher executes and grants: the host's
+// descriptor of the binary where there is one.
+func (s *Spec) executable() string {
+	if s.BinaryFD > 0 {
+		return "/proc/self/fd/" + strconv.Itoa(s.BinaryFD)
+	}
+	return s.Binary
 }
 
 // decodeSpec reads the arguments (os.Args[1:]) of the launcher started as
