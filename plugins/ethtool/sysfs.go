@@ -108,7 +108,7 @@ func skipVPort(sysfsRoot string, p rdmaPort, owners map[string]int) bool {
 }
 
 // rejectedNetdevs returns the netdevs of the RDMA devices the host's device
-// filter rejects (nil when it rejects none): excluded means not touched, so
+// filter rejects (nil without a filter): excluded means not touched, so
 // no family queries them (ioctl or netlink), although the ethtool_* families
 // name a netdev, not the device. What it reads of a rejected device is only
 // its ports' netdev names (gid_attrs/ndevs, the RDMA core's GID table; not
