@@ -60,15 +60,17 @@ run: build
 ##       plugins' fixtures (internal/demo), serving on $(LISTEN). The demo
 ##       plugins are built with -tags demo: they replay the captured answers
 ##       of the hardware the fixtures describe (ethtool and NVMe ioctls, RDMA
-##       netlink) instead of asking this machine's kernel
+##       netlink) instead of asking this machine's kernel. plexporter-so loads
+##       the example C collector (make collectors) over the node's loadavg
 DEMO := $(BIN)/demo
 demo: build
 	@mkdir -p $(DEMO)/plugins
 	@set -e; for p in $(PLUGINS); do \
-		$(GO) build -tags demo -ldflags '$(LDFLAGS)' -o $(DEMO)/plugins/plexporter-$$p ./plugins/$$p; \
+		cgo=0; case " $(CGO_PLUGINS) " in *" $$p "*) cgo=1;; esac; \
+		CGO_ENABLED=$$cgo $(GO) build -tags demo -ldflags '$(LDFLAGS)' -o $(DEMO)/plugins/plexporter-$$p ./plugins/$$p; \
 		cp plugins/$$p/plexporter-$$p.yaml $(DEMO)/plugins/; \
 	done
-	$(GO) run ./internal/demo -dir $(DEMO)
+	$(GO) run ./internal/demo -dir $(DEMO) -library $(BIN)/collectors/libplexporter_loadavg.so
 	@[ "$$(id -u)" = 0 ] || echo "demo: not root, so the plugins run unsandboxed as you (as root, each runs in its manifest's sandbox)"
 	./$(BIN)/plexporter --plugin.dir=./$(DEMO)/plugins $$(cat $(DEMO)/flags) --web.listen-address=$(LISTEN) $(RUN_ARGS)
 

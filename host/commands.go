@@ -43,7 +43,7 @@ func listPlugins(fl *fleet.Fleet, filter *metricfilter.Filter, maxLabelLen int, 
 		series, lastErr := "-", st.LastError
 		if sup := sups[st.Name]; sup != nil && st.Up() {
 			c := sup.Collect(context.Background())
-			res := merge.Merge([]merge.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: sup.Settings().MaxSeries}}, merge.Options{Filter: filter, MaxLabelValueLen: maxLabelLen})
+			res := merge.Merge([]merge.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: sup.Settings().MaxSeries, SelectedBy: sup.SelectedBy()}}, merge.Options{Filter: filter, MaxLabelValueLen: maxLabelLen})
 			series = fmt.Sprint(res.Series[st.Name])
 			switch {
 			case c.Err != nil:

@@ -174,10 +174,14 @@ func run(args []string) int {
 		StartTimeout: f.startTimeout,
 		Enabled:      filter.Allowed(),
 		Disabled:     filter.Denied(),
-		Paths:        &pluginv1.Paths{Sysfs: f.sysfs, Procfs: f.procfs, Rootfs: f.rootfs},
-		LogLevel:     hclogLevel(logConfig),
-		MaxSeries:    f.maxSeries,
-		SocketParent: runtimeDir.Path,
+		// The plugins leave the devices the filter rejects untouched;
+		// the merge removes their series either way.
+		DeviceInclude: f.deviceInclude,
+		DeviceExclude: f.deviceExclude,
+		Paths:         &pluginv1.Paths{Sysfs: f.sysfs, Procfs: f.procfs, Rootfs: f.rootfs},
+		LogLevel:      hclogLevel(logConfig),
+		MaxSeries:     f.maxSeries,
+		SocketParent:  runtimeDir.Path,
 	}
 	fleetOptions := fleet.Options{
 		Dirs:                f.pluginDirs,
@@ -312,6 +316,7 @@ func warnUnmatched(fl *fleet.Fleet, filter *metricfilter.Filter, log *slog.Logge
 	for _, s := range fl.Supervisors() {
 		for _, m := range s.Status().Info.GetMetrics() {
 			names = append(names, m.GetName())
+			names = append(names, m.GetSelectedBy()...)
 		}
 	}
 	for _, p := range filter.Unmatched(names) {

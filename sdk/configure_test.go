@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -74,5 +75,39 @@ func TestConfigureTellsTheHostsVersion(t *testing.T) {
 		if p.host != want {
 			t.Errorf("host_api_version %q: the plugin saw %q, want %q", sent, p.host, want)
 		}
+	}
+}
+
+// devicesSeen keeps the device filter its Configure was given.
+type devicesSeen struct {
+	configurable
+	devices *sdk.Devices
+}
+
+func (d *devicesSeen) Configure(_ context.Context, cfg sdk.Config) error {
+	d.devices = cfg.Devices
+	return nil
+}
+
+// Config.Devices is the host's --device.include/--device.exclude; none
+// allows every device, and a bad expression is INVALID_ARGUMENT naming
+// the field.
+func TestConfigureTellsTheDeviceFilter(t *testing.T) {
+	p := &devicesSeen{}
+	srv := sdkhook.NewServer(p, nil)
+	if _, err := srv.Configure(context.Background(), &pluginv1.ConfigureRequest{DeviceInclude: "^mlx5_", DeviceExclude: "^mlx5_bond_0$"}); err != nil {
+		t.Fatal(err)
+	}
+	for dev, want := range map[string]bool{"mlx5_0": true, "mlx5_bond_0": false, "nvme0": false} {
+		if got := p.devices.Allow(dev); got != want {
+			t.Errorf("Allow(%q) = %v, want %v", dev, got, want)
+		}
+	}
+	if _, err := srv.Configure(context.Background(), &pluginv1.ConfigureRequest{}); err != nil || p.devices != nil || !p.devices.Allow("anything") {
+		t.Errorf("no filter: err %v, devices %v", err, p.devices)
+	}
+	_, err := srv.Configure(context.Background(), &pluginv1.ConfigureRequest{DeviceExclude: "mlx5_("})
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.HasPrefix(st.Message(), "device_exclude: ") {
+		t.Errorf("bad expression: %v %q", st.Code(), st.Message())
 	}
 }

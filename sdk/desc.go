@@ -73,6 +73,10 @@ type Desc struct {
 	// plugin: the host drops any other plugin's series of it, unless every
 	// plugin writing it declares it Shared (docs/plugin-protocol.md).
 	Shared bool
+	// SelectedBy are further names an allowlist or denylist pattern selects
+	// the family by, without metric_prefix: the event it is derived from,
+	// NIXL style (WithSelectedBy). Not for a Name with a '*'.
+	SelectedBy []string
 }
 
 // NewDesc returns a descriptor.
@@ -87,6 +91,17 @@ func (d *Desc) WithUnit(unit string) *Desc { d.Unit = unit; return d }
 // variable declarations.
 func (d *Desc) WithShared() *Desc { d.Shared = true; return d }
 
+// WithSelectedBy adds names the host's allowlist and denylist select the
+// family by, besides its own, and returns d: NIXL's exporter derives a
+// counter, a gauge and a histogram from one event, and its allowlist
+// names the event (agent_xfer_time selects agent_xfer_time_total,
+// agent_xfer_time and agent_xfer_time_us). The host and the Writer apply
+// them alike (metricfilter.Filter.AllowFamily).
+func (d *Desc) WithSelectedBy(names ...string) *Desc {
+	d.SelectedBy = append(d.SelectedBy, names...)
+	return d
+}
+
 func (d *Desc) proto() *pluginv1.MetricDescriptor {
-	return &pluginv1.MetricDescriptor{Name: d.Name, Type: d.Type.wire(), Help: d.Help, Unit: d.Unit, LabelNames: d.Labels, Shared: d.Shared}
+	return &pluginv1.MetricDescriptor{Name: d.Name, Type: d.Type.wire(), Help: d.Help, Unit: d.Unit, LabelNames: d.Labels, Shared: d.Shared, SelectedBy: d.SelectedBy}
 }

@@ -141,6 +141,10 @@ type Config struct {
 	Filter *metricfilter.Filter
 	// MetricPrefix is prepended to every family name by the Writer.
 	MetricPrefix string
+	// Devices is the host's device filter (--device.include,
+	// --device.exclude); nil allows every device. Ask Devices.Allow before
+	// touching a device: excluded means not read at all.
+	Devices *Devices
 	// HostAPIVersion is the protocol version the host implements,
 	// MAJOR.MINOR.PATCH. Hosts before 1.2.0 do not say; for them it is
 	// "1.0.0", the oldest they can be. What a minor version added to what

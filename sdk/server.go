@@ -90,11 +90,16 @@ func (s *server) Configure(ctx context.Context, req *pluginv1.ConfigureRequest) 
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	devices, err := NewDevices(req.GetDeviceInclude(), req.GetDeviceExclude())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	var warnings []string
 	cfg := Config{
 		warnings:       &warnings,
 		raw:            req.GetConfig(),
 		Filter:         filter,
+		Devices:        devices,
 		MetricPrefix:   req.GetMetricPrefix(),
 		HostAPIVersion: orDefault(req.GetHostApiVersion(), "1.0.0"),
 		Paths: Paths{

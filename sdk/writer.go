@@ -146,7 +146,17 @@ func (w *Writer) AnyEnabled(ds ...*Desc) bool {
 // host then hides (--metrics.enabled=demo_* and metric_prefix pre_: the
 // host serves no pre_demo_*).
 func allowed(f *metricfilter.Filter, prefix string, d *Desc) bool {
-	return f.Allow(prefix + d.Name)
+	if len(d.SelectedBy) == 0 {
+		return f.Allow(prefix + d.Name)
+	}
+	by := d.SelectedBy
+	if prefix != "" {
+		by = make([]string, len(d.SelectedBy))
+		for i, n := range d.SelectedBy {
+			by[i] = prefix + n
+		}
+	}
+	return f.AllowFamily(prefix+d.Name, by)
 }
 
 // Error records a partial failure; the host counts and logs it, and the rest

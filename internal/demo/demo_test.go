@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -63,16 +64,60 @@ func TestDemoServesEveryPlugin(t *testing.T) {
 			t.Errorf("the demo serves no %s", family)
 		}
 	}
+	// make demo says it serves every plugin's real series: each plugin has
+	// a family of data (not its health or error counters) with a sample
+	// that is not 0.
+	for _, p := range h.Plugins {
+		families, ok := dataFamilies[p]
+		if !ok {
+			t.Errorf("plugin %s has no entry in dataFamilies: name the families of its data the demo must show", p)
+			continue
+		}
+		if !anyNonZero(mfs, families) {
+			t.Errorf("the demo shows no real series of %s: none of %v has a sample other than 0", p, families)
+		}
+	}
 	if t.Failed() {
 		t.Logf("exposition:\n%s", body)
 	}
+}
+
+// dataFamilies are, per plugin, families of the data it reads from the
+// demo node: not plexporter_*, not *_collection_errors_total, not a
+// scrape-success or up gauge.
+var dataFamilies = map[string][]string{
+	"attribution": {"device_job_info"},
+	"ebpf":        {"ebpf_watched_addresses", "ebpf_tcp_destinations"},
+	"ethtool":     {"rdma_roce_pfc_pause_frames_total", "ethtool_driver_stat_total"},
+	"guest":       {"cpus_online", "disk_read_bytes_total"},
+	"ionic":       {"ernic_commands_total", "ernic_ip_bytes_total"},
+	"nfs":         {"nfs_rpc_count_total"},
+	"nixl":        {"agent_tx_bytes_total", "agent_rx_bytes_total"},
+	"nvme":        {"nvme_temperature_celsius"},
+	"rdma":        {"rdma_port_rcv_data_total"},
+	"so":          {"loadavg_load1", "loadavg_tasks"},
+}
+
+// anyNonZero reports whether one of the families has a sample (a counter,
+// gauge or untyped value, or a histogram's count) other than 0.
+func anyNonZero(mfs map[string]*dto.MetricFamily, families []string) bool {
+	for _, f := range families {
+		for _, m := range mfs[f].GetMetric() {
+			for _, v := range []float64{m.GetCounter().GetValue(), m.GetGauge().GetValue(), m.GetUntyped().GetValue(), float64(m.GetHistogram().GetSampleCount())} {
+				if v != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // go run ./internal/demo lays the node out and writes the host's flags.
 func TestRunWritesTreeConfigAndFlags(t *testing.T) {
 	dir := t.TempDir()
 	for range 2 { // a second run replaces the node
-		if err := run(dir, "../.."); err != nil {
+		if err := run(dir, "../..", ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -19,17 +19,23 @@ import (
 func main() {
 	dir := flag.String("dir", "bin/demo", "directory to build the node in: <dir>/node/{sys,proc}, <dir>/plexporter.yml; its node/ is replaced")
 	repo := flag.String("repo", ".", "module root, where plugins/*/testdata are")
+	library := flag.String("library", "", "the example C collector built as a shared object (make collectors), for the so plugin to load; empty: so loads nothing")
 	flag.Parse()
-	if err := run(*dir, *repo); err != nil {
+	if err := run(*dir, *repo, *library); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, repo string) error {
+func run(dir, repo, library string) error {
 	dir, err := filepath.Abs(dir) // the host's roots must be absolute: manifests grant paths under them
 	if err != nil {
 		return err
+	}
+	if library != "" {
+		if library, err = filepath.Abs(library); err != nil {
+			return err
+		}
 	}
 	node := filepath.Join(dir, "node")
 	if err := os.RemoveAll(node); err != nil {
@@ -40,7 +46,7 @@ func run(dir, repo string) error {
 		return err
 	}
 	cfg := filepath.Join(dir, "plexporter.yml")
-	if err := os.WriteFile(cfg, []byte(tree.Config()), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(tree.Config(library)), 0o644); err != nil {
 		return err
 	}
 	flags := strings.Join([]string{"--path.sysfs=" + tree.Sysfs, "--path.procfs=" + tree.Procfs, "--config.file=" + cfg}, " ")

@@ -83,6 +83,9 @@ type Input struct {
 	Batches []*pluginv1.Batch
 	// MaxSeries caps the series this plugin may contribute (0: no cap).
 	MaxSeries int
+	// SelectedBy maps a family name to the further names the allowlist
+	// selects it by (its catalogue's selected_by, as exposed); nil: none.
+	SelectedBy map[string][]string
 }
 
 // Options apply to every input.
@@ -307,12 +310,42 @@ func (m *merger) input(in Input) {
 	m.res.Series[in.Plugin] = series
 }
 
+// SelectedBy maps the families of a plugin's catalogue that further names
+// select (MetricDescriptor.selected_by) to those names, all as exposed
+// (prefix, the plugin's metric_prefix, prepended): Input.SelectedBy. Nil
+// when the catalogue has none.
+func SelectedBy(metrics []*pluginv1.MetricDescriptor, prefix string) map[string][]string {
+	var out map[string][]string
+	for _, m := range metrics {
+		if len(m.GetSelectedBy()) == 0 || strings.Contains(m.GetName(), "*") {
+			continue
+		}
+		if out == nil {
+			out = map[string][]string{}
+		}
+		names := make([]string, len(m.GetSelectedBy()))
+		for i, n := range m.GetSelectedBy() {
+			names[i] = prefix + n
+		}
+		out[prefix+m.GetName()] = names
+	}
+	return out
+}
+
+// allow is the allowlist decision for a family of in.
+func (m *merger) allow(in Input, name string) bool {
+	if in.SelectedBy == nil {
+		return m.opts.Filter.Allow(name)
+	}
+	return m.opts.Filter.AllowFamily(name, in.SelectedBy[name])
+}
+
 // overBudget drops the samples of batches past the byte budget.
 func (m *merger) overBudget(in Input, batches []*pluginv1.Batch, budget int) {
 	n := 0
 	for _, b := range batches {
 		for _, c := range b.GetFamilies() {
-			if int(c.GetName()) < len(b.GetStrings()) && m.opts.Filter.Allow(batch.TableString(b.Strings[c.Name])) {
+			if int(c.GetName()) < len(b.GetStrings()) && m.allow(in, batch.TableString(b.Strings[c.Name])) {
 				n += len(c.Values)
 			}
 		}
@@ -327,7 +360,7 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 		return series
 	}
 	name := ch.Name()
-	if !m.opts.Filter.Allow(name) {
+	if !m.allow(in, name) {
 		return series // not wanted: not a drop
 	}
 	n := ch.Len()

@@ -154,6 +154,26 @@ func TestAllowlistIsNotADrop(t *testing.T) {
 	}
 }
 
+// A family the catalogue says an event selects (selected_by) is kept when
+// the allowlist names the event, NIXL style: the host's decision, whatever
+// the plugin sends.
+func TestAllowlistSelectsByEvent(t *testing.T) {
+	last := sdk.NewDesc("agent_tx_last_bytes", sdk.Gauge, "", "agent_name")
+	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(last, 1, "a"); w.Gauge(up, 1, "a") })
+	f, _ := metricfilter.New([]string{"agent_tx_bytes"}, nil)
+	by := merge.SelectedBy([]*pluginv1.MetricDescriptor{{Name: "agent_tx_last_bytes", SelectedBy: []string{"agent_tx_bytes"}}, {Name: "x_*", SelectedBy: []string{"x"}}}, "")
+	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a, SelectedBy: by}}, merge.Options{Filter: f})
+	if len(r.Families) != 1 || r.Families[0].Name != "agent_tx_last_bytes" {
+		t.Fatalf("families %v", r.Families)
+	}
+	if r = merge.Merge([]merge.Input{{Plugin: "a", Batches: a}}, merge.Options{Filter: f}); len(r.Families) != 0 {
+		t.Fatalf("without selected_by the allowlist selects %v", r.Families)
+	}
+	if p := merge.SelectedBy([]*pluginv1.MetricDescriptor{{Name: "g", SelectedBy: []string{"e"}}}, "pre_"); len(p) != 1 || p["pre_g"][0] != "pre_e" {
+		t.Fatalf("with a prefix: %v", p)
+	}
+}
+
 func TestMalformedChunkDroppedOthersKept(t *testing.T) {
 	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(up, 1, "a"); w.Counter(bytes, 1, "a") })
 	a[0].Families[0].LabelValues = append(a[0].Families[0].LabelValues, 999) // garbage

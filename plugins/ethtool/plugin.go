@@ -17,6 +17,7 @@ type plugin struct {
 	configured bool
 	cfg        config
 	paths      sdk.Paths
+	devices    *sdk.Devices // the host's device filter: a rejected device is not touched
 
 	// Cumulative error and cap counters (process lifetime, like the seed's).
 	pfcErrors, netdevErrors float64
@@ -56,7 +57,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cfg, p.paths, p.configured = c, cfg.Paths, true
+	p.cfg, p.paths, p.devices, p.configured = c, cfg.Paths, cfg.Devices, true
 	return nil
 }
 
@@ -67,8 +68,11 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		return errors.New("not configured")
 	}
 	stats := &scrapeStats{src: p.src, cache: map[string]fetched{}}
+	// The netdevs of devices the host's device filter rejects are not
+	// queried by any family (README "Device filter").
+	skip := rejectedNetdevs(p.paths.Sysfs, p.devices)
 	if p.cfg.rdma() {
-		p.collectRDMA(ctx, w, stats)
+		p.collectRDMA(ctx, w, stats, skip)
 	}
 	drv := p.cfg.DriverStats && w.AnyEnabled(driverDescs...)
 	var std stdRequest
@@ -76,7 +80,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		std = stdRequestFor(w)
 	}
 	if drv || !std.none() {
-		netdevs, err := listNetdevs(p.paths.Sysfs, &p.cfg)
+		netdevs, err := listNetdevs(p.paths.Sysfs, &p.cfg, skip)
 		if err != nil {
 			p.fail(w, collectorNetdevs, fmt.Errorf("list netdevs: %w", err))
 		} else {
@@ -143,7 +147,7 @@ func (s *scrapeStats) get(ctx context.Context, netdev string) (*driverStats, err
 // (README "Scoping"): only Ethernet ports with a netdev; ports of PCI VFs
 // are skipped; PFC per (device, port); the other families once per netdev;
 // vPort families only when attributable to exactly this function.
-func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeStats) {
+func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeStats, skip map[string]bool) {
 	pfcOn, hwOn := w.AnyEnabled(pfcDescs...), w.AnyEnabled(hwDescs...)
 	ionicOn := w.AnyEnabled(ionicDescs...) // the ionic_* families read the same tables (ionic.go)
 	// rdma_exporter's ethtool sub-collector succeeded when every read
@@ -154,7 +158,7 @@ func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeSt
 		p.fail(w, collector, err)
 	}
 	if pfcOn || hwOn || ionicOn {
-		ports, devErrs, err := discoverRDMAPorts(p.paths.Sysfs)
+		ports, devErrs, err := discoverRDMAPorts(p.paths.Sysfs, p.devices, skip)
 		if err != nil {
 			fail(collectorRDMASysfs, fmt.Errorf("list RDMA devices: %w", err))
 		}

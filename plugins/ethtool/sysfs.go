@@ -12,6 +12,7 @@ import (
 
 	"github.com/plexporter/plexporter/internal/rdmasysfs"
 	"github.com/plexporter/plexporter/internal/sysfs"
+	"github.com/plexporter/plexporter/sdk"
 )
 
 // rdmaPort is one RDMA (device, port) and what the ethtool families need to
@@ -30,14 +31,19 @@ type rdmaPort struct {
 // ports; one whose ports cannot be listed (permission denied: the device
 // directories behind the class links are not readable) contributes none and
 // its error is in devErrs, because its families silently missing would look
-// like a NIC without counters.
-func discoverRDMAPorts(sysfsRoot string) (ports []rdmaPort, devErrs []error, err error) {
+// like a NIC without counters. A device the host's device filter rejects
+// is skipped before anything of it is read, and so is a port whose netdev
+// is in skipNetdevs (rejectedNetdevs).
+func discoverRDMAPorts(sysfsRoot string, devices *sdk.Devices, skipNetdevs map[string]bool) (ports []rdmaPort, devErrs []error, err error) {
 	class := rdmasysfs.Class{Sysfs: sysfsRoot}
 	devs, err := class.Devices()
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, dev := range devs {
+		if !devices.Allow(dev) {
+			continue
+		}
 		ps, err := class.Ports(dev)
 		if err != nil {
 			devErrs = append(devErrs, fmt.Errorf("list ports of %s: %w", dev, err))
@@ -45,10 +51,14 @@ func discoverRDMAPorts(sysfsRoot string) (ports []rdmaPort, devErrs []error, err
 		}
 		id := class.Identify(dev)
 		for _, p := range ps {
+			netdev := p.NetDev()
+			if skipNetdevs[netdev] {
+				continue
+			}
 			ports = append(ports, rdmaPort{
 				Device:    dev,
 				Port:      strconv.Itoa(p.Num),
-				NetDev:    p.NetDev(),
+				NetDev:    netdev,
 				LinkLayer: p.LinkLayer(),
 				PCIAddr:   id.PCIAddr,
 				IsVF:      id.IsVF,
@@ -97,10 +107,50 @@ func skipVPort(sysfsRoot string, p rdmaPort, owners map[string]int) bool {
 		representorPortName.MatchString(physPortName(sysfsRoot, p.NetDev))
 }
 
+// rejectedNetdevs returns the netdevs of the RDMA devices the host's device
+// filter rejects (nil without a filter): excluded means not touched, so
+// no family queries them (ioctl or netlink), although the ethtool_* families
+// name a netdev, not the device. What it reads of a rejected device is only
+// its ports' netdev names (gid_attrs/ndevs, the RDMA core's GID table; not
+// the driver), and class/net/<if>/device/infiniband from the netdev's side,
+// for a netdev whose port has no GID entry (link down). An unreadable
+// class/infiniband is reported by discoverRDMAPorts; the netdev side still
+// finds the netdevs of PCI devices then.
+func rejectedNetdevs(sysfsRoot string, devices *sdk.Devices) map[string]bool {
+	if devices == nil {
+		return nil
+	}
+	class := rdmasysfs.Class{Sysfs: sysfsRoot}
+	devs, _ := class.Devices()
+	out := map[string]bool{}
+	for _, dev := range devs {
+		if devices.Allow(dev) {
+			continue
+		}
+		ps, _ := class.Ports(dev) // unlistable: the netdev side below still finds PCI netdevs
+		for _, p := range ps {
+			if n := p.NetDev(); n != "" {
+				out[n] = true
+			}
+		}
+	}
+	netDir := filepath.Join(sysfsRoot, "class", "net")
+	netdevs, _ := sysfs.Names(netDir) // unreadable: listNetdevs reports it
+	for _, n := range netdevs {
+		ibdevs, _ := sysfs.Names(filepath.Join(netDir, n, "device", "infiniband")) // none: not a PCI RDMA netdev
+		for _, dev := range ibdevs {
+			if !devices.Allow(dev) {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}
+
 // listNetdevs returns the netdevs of class/net selected by the include and
 // exclude regexes and, with require_device, only those with a `device`
 // link (hardware NICs and VFs; not lo, veth, bridges, bonds, tunnels).
-func listNetdevs(sysfsRoot string, c *config) ([]string, error) {
+func listNetdevs(sysfsRoot string, c *config, skip map[string]bool) ([]string, error) {
 	dir := filepath.Join(sysfsRoot, "class", "net")
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -112,6 +162,9 @@ func listNetdevs(sysfsRoot string, c *config) ([]string, error) {
 	var out []string
 	for _, e := range entries {
 		n := e.Name()
+		if skip[n] {
+			continue // a rejected RDMA device's netdev (rejectedNetdevs)
+		}
 		if c.include != nil && !c.include.MatchString(n) {
 			continue
 		}

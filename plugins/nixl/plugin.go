@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
 // plugin exports the telemetry of every NIXL agent whose ring file is in
@@ -16,6 +17,7 @@ type plugin struct {
 	drainer  *drainer
 	hostname string
 	bounds   []float64
+	statuses []bool // per errorStatuses: its agent_errors_total series is selected (errorStatusesOn)
 }
 
 func newPlugin() *plugin { return &plugin{} }
@@ -56,7 +58,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	_ = p.Close() // a second Configure replaces the previous drainer
 	d := newDrainer(c, cfg.Paths.Procfs)
 	p.mu.Lock()
-	p.drainer, p.hostname, p.bounds = d, host, c.HistogramBucketsUS.bounds
+	p.drainer, p.hostname, p.bounds, p.statuses = d, host, c.HistogramBucketsUS.bounds, errorStatusesOn(cfg)
 	p.mu.Unlock()
 	d.start()
 	return nil
@@ -77,7 +79,7 @@ func (p *plugin) Close() error {
 
 func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	p.mu.Lock()
-	d, host, bounds := p.drainer, p.hostname, p.bounds
+	d, host, bounds, statuses := p.drainer, p.hostname, p.bounds, p.statuses
 	p.mu.Unlock()
 	if d == nil {
 		return nil
@@ -87,14 +89,35 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	for _, e := range s.pending {
 		w.Error(e.collector, e.err)
 	}
-	writeSnapshot(w, s, host, bounds)
+	writeSnapshot(w, s, host, bounds, statuses)
 	return ctx.Err()
+}
+
+// errorStatusesOn says which status series of agent_errors_total the
+// allowlist selects. As in NIXL, where each error status is an event of its
+// own (agent_err_backend, ...): a pattern that selects the family by its
+// name (agent_errors, agent_*) selects every status; otherwise only the
+// statuses whose event a pattern names (agent_err_backend selects
+// status="backend", agent_err_* all of them). A denylist pattern naming an
+// event removes its status.
+func errorStatusesOn(cfg sdk.Config) []bool {
+	on := make([]bool, len(errorStatuses))
+	if !cfg.Enabled(descErrors) {
+		return on
+	}
+	deny, _ := metricfilter.New(nil, cfg.Filter.Denied()) // patterns the SDK already accepted
+	byName := cfg.Filter.Allow(cfg.MetricPrefix + descErrors.Name)
+	for i, s := range errorStatuses {
+		event := cfg.MetricPrefix + errorEventPrefix + s
+		on[i] = cfg.Filter.Allow(event) || (byName && deny.Allow(event))
+	}
+	return on
 }
 
 // writeSnapshot renders one scrape. Every series of a known agent is
 // written from its first scrape on, at 0 until an event arrives, as NIXL's
 // exporters pre-register them.
-func writeSnapshot(w *sdk.Writer, s snapshot, host string, bounds []float64) {
+func writeSnapshot(w *sdk.Writer, s snapshot, host string, bounds []float64, statuses []bool) {
 	cum := make([]uint64, 0, len(bounds))
 	agents := 0
 	for _, a := range s.agents {
@@ -110,6 +133,9 @@ func writeSnapshot(w *sdk.Writer, s snapshot, host string, bounds []float64) {
 			w.Counter(c.desc, float64(st.sum[c.event]), host, a.name)
 		}
 		for i, status := range errorStatuses {
+			if !statuses[i] {
+				continue
+			}
 			w.Counter(descErrors, float64(st.sum[evErrFirst+eventType(i)]), host, a.name, status)
 		}
 		for _, g := range agentGauges {

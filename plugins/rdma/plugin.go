@@ -66,6 +66,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 		p.sysfs.close() // the descriptors it holds
 	}
 	p.sysfs = newSysfsReader(cfg.Paths.Sysfs, c.ExcludeDevices)
+	p.sysfs.allow = cfg.Devices // a device the host filters out is not touched either
 	p.optional = c.optionalCounters()
 	p.qp = c.QPCounters
 	return nil

@@ -298,3 +298,16 @@ func TestCountersExtAndDeviceInfo(t *testing.T) {
 	}
 	sdktest.Lacks(t, text, "4.294967295e+09", "_64_total")
 }
+
+// The host's --device.exclude reaches the plugin and works like
+// exclude_devices: the devices it rejects are neither read from sysfs nor
+// asked about over netlink (the replay fails on any request but mlx5_0's),
+// so the output is the same as with exclude_devices.
+func TestHostDeviceExcludeNotTouched(t *testing.T) {
+	root := sdktest.UnpackSysfs(t, "testdata/sysfs.ttar")
+	r := &replay{t: t, table: synthTable("resp_stat_get_dev0_port1_optional_on.bin")}
+	p := newPlugin()
+	p.dial = r.dial
+	text := runGolden(t, p, sdktest.Options{Sysfs: root, DeviceExclude: "^(mlx5_[12]|ionic_0|rxe0)$"}, "testdata/optional.golden")
+	sdktest.Lacks(t, text, "ionic_0", "rxe0", `device="mlx5_1"`, `device="mlx5_2"`)
+}

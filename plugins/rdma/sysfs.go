@@ -13,6 +13,7 @@ import (
 
 	"github.com/plexporter/plexporter/internal/rdmasysfs"
 	"github.com/plexporter/plexporter/internal/sysfs"
+	"github.com/plexporter/plexporter/sdk"
 )
 
 // sysfsWorkers bounds how many devices are read at the same time.
@@ -86,6 +87,7 @@ func (r *sysfsReader) readIdent(name string) deviceIdent {
 type sysfsReader struct {
 	class   rdmasysfs.Class
 	exclude map[string]bool
+	allow   *sdk.Devices    // the host's device filter (--device.include/exclude); nil: every device
 	fds     *sysfs.FDBudget // the descriptors held open, within RLIMIT_NOFILE
 
 	mu    sync.Mutex
@@ -109,7 +111,7 @@ func (r *sysfsReader) devices(ctx context.Context) ([]deviceData, error) {
 	}
 	var names []string
 	for _, name := range all {
-		if !r.exclude[name] {
+		if !r.exclude[name] && r.allow.Allow(name) {
 			names = append(names, name)
 		}
 	}

@@ -1,7 +1,10 @@
 // Package metricfilter decides which metric families are enabled, NIXL style:
 // comma-separated glob patterns over family names as exposed (a plugin's
 // metric_prefix included: what an operator sees in /metrics), an optional
-// denylist, and "everything" when no allowlist is set.
+// denylist, and "everything" when no allowlist is set. As in NIXL, a family
+// may also be selected by further names (AllowFamily): the event it is
+// derived from selects each of its families, so "agent_tx_bytes" selects the
+// counter agent_tx_bytes_total and the gauge agent_tx_last_bytes alike.
 //
 // The host and the SDK share this package so that a family the host would
 // drop is never collected by a plugin in the first place (allowlist pushdown).
@@ -71,6 +74,42 @@ func (f *Filter) Allow(name string) bool {
 		return false
 	}
 	return !matchAny(f.deny, name)
+}
+
+// AllowFamily is Allow for a family that further names select too (the
+// catalogue's selected_by, all as exposed): it is enabled when the
+// allowlist is empty or one of its patterns matches the name or any of
+// them, unless the denylist matches the name or every one of them (a
+// family that several events feed, such as NIXL's agent_errors_total, stays
+// while one of them is not denied). With no further names it is Allow.
+func (f *Filter) AllowFamily(name string, selectedBy []string) bool {
+	if f == nil {
+		return true
+	}
+	if len(f.allow) > 0 && !matchAny(f.allow, name) && !anyMatch(f.allow, selectedBy) {
+		return false
+	}
+	return !matchAny(f.deny, name) && (len(selectedBy) == 0 || !allMatch(f.deny, selectedBy))
+}
+
+// anyMatch reports whether a pattern matches one of the names.
+func anyMatch(patterns, names []string) bool {
+	for _, n := range names {
+		if matchAny(patterns, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// allMatch reports whether patterns match every one of the names.
+func allMatch(patterns, names []string) bool {
+	for _, n := range names {
+		if !matchAny(patterns, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // AllowAll reports whether the filter lets every family through.

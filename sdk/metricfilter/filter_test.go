@@ -68,3 +68,41 @@ func TestUnmatchedWithRuntimeFamilies(t *testing.T) {
 		t.Fatalf("Unmatched = %v, want %v", got, want)
 	}
 }
+
+// NIXL style: further names (the events a family is derived from) select a
+// family as its own name does; the denylist removes it when it matches the
+// name or every one of those names.
+func TestAllowFamily(t *testing.T) {
+	errs := []string{"agent_err_backend", "agent_err_not_found"}
+	cases := []struct {
+		allow, deny []string
+		name        string
+		by          []string
+		want        bool
+	}{
+		{[]string{"agent_tx_bytes"}, nil, "agent_tx_last_bytes", []string{"agent_tx_bytes"}, true},
+		{[]string{"agent_tx_bytes"}, nil, "agent_tx_last_bytes", nil, false}, // Allow's answer
+		{[]string{"agent_err_*"}, nil, "agent_errors_total", errs, true},
+		{[]string{"agent_err_backend"}, nil, "agent_errors_total", errs, true},
+		{[]string{"agent_rx_*"}, nil, "agent_errors_total", errs, false},
+		{[]string{"agent_errors"}, nil, "agent_errors_total", errs, true},
+		{nil, []string{"agent_err_backend"}, "agent_errors_total", errs, true}, // one event of two denied
+		{nil, []string{"agent_err_*"}, "agent_errors_total", errs, false},
+		{nil, []string{"agent_xfer_time"}, "agent_xfer_time_us", []string{"agent_xfer_time"}, false},
+		{nil, []string{"agent_errors_total"}, "agent_errors_total", errs, false},
+		{nil, nil, "anything", []string{"x"}, true},
+	}
+	for _, c := range cases {
+		f, err := New(c.allow, c.deny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.AllowFamily(c.name, c.by); got != c.want {
+			t.Errorf("allow %v deny %v: AllowFamily(%q, %v) = %v, want %v", c.allow, c.deny, c.name, c.by, got, c.want)
+		}
+	}
+	var nilFilter *Filter
+	if !nilFilter.AllowFamily("x", []string{"y"}) {
+		t.Error("a nil filter allows everything")
+	}
+}

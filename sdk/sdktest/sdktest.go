@@ -59,6 +59,7 @@ import (
 	"github.com/plexporter/plexporter/internal/sdkhook"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/metricfilter"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
 
@@ -72,7 +73,10 @@ type Options struct {
 	EnabledMetrics  []string
 	DisabledMetrics []string
 	MetricPrefix    string
-	Timeout         time.Duration // per Collect; default 10s
+	// DeviceInclude and DeviceExclude are the host's --device.include and
+	// --device.exclude (sdk.Config.Devices).
+	DeviceInclude, DeviceExclude string
+	Timeout                      time.Duration // per Collect; default 10s
 	// MaxLabelValueLen is the host's --plugin.max-label-length, the
 	// longest label value the guard lets through; 0 means the host's
 	// default (4096 bytes).
@@ -99,6 +103,10 @@ type Result struct {
 	Drops []Drop
 
 	maxLabelValueLen int
+	// filter and prefix are the host's allowlist and the plugin's
+	// metric_prefix, which the guard applies as the host does.
+	filter *metricfilter.Filter
+	prefix string
 }
 
 // Drop is what the host's guard refused of a plugin's output.
@@ -146,6 +154,8 @@ func Client(t testing.TB, p sdk.Plugin, opts Options) *Conn {
 		MetricPrefix:    opts.MetricPrefix,
 		Paths:           &pluginv1.Paths{Sysfs: opts.Sysfs, Procfs: opts.Procfs, Rootfs: opts.Rootfs},
 		HostApiVersion:  transport.APIVersion,
+		DeviceInclude:   opts.DeviceInclude,
+		DeviceExclude:   opts.DeviceExclude,
 	})
 	if err != nil {
 		t.Fatalf("configure: %v", err)
@@ -314,7 +324,10 @@ func Collect(t testing.TB, c pluginv1.PluginServiceClient, timeout time.Duration
 	if err != nil {
 		t.Fatalf("collect: %v", err)
 	}
-	res := &Result{maxLabelValueLen: opts.MaxLabelValueLen}
+	res := &Result{maxLabelValueLen: opts.MaxLabelValueLen, prefix: opts.MetricPrefix}
+	if f, err := metricfilter.New(opts.EnabledMetrics, opts.DisabledMetrics); err == nil {
+		res.filter = f // a bad pattern failed Configure already
+	}
 	res.Batches, res.Errors, res.Status = batch.Drain(stream, batch.Limits{})
 	_, res.Drops = res.guard()
 	reportDrops(t, res.Drops)
@@ -356,7 +369,11 @@ func (r *Result) guard() (*merge.Result, []Drop) {
 	if maxLen == 0 {
 		maxLen = merge.DefaultMaxLabelValueLen
 	}
-	res := merge.Merge([]merge.Input{{Plugin: "plugin", Batches: r.Batches}}, merge.Options{
+	// The host's allowlist, with the further names the catalogue selects
+	// families by (known once Run has asked Info).
+	in := merge.Input{Plugin: "plugin", Batches: r.Batches, SelectedBy: merge.SelectedBy(r.Info.GetMetrics(), r.prefix)}
+	res := merge.Merge([]merge.Input{in}, merge.Options{
+		Filter:           r.filter,
 		MaxLabelValueLen: maxLen,
 		ReservedPrefixes: merge.HostPrefixes(),
 		Observe: func(k merge.DropKey, samples int, cause string) {

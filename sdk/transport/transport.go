@@ -20,8 +20,9 @@ const ProtocolVersion = 1
 // APIVersion is the semantic version of proto/plexporter/plugin/v1 this
 // build implements. Minor versions add fields or RPCs compatibly; 1.1
 // added native histograms (FamilyChunk fields 12 to 19), 1.2 the host's
-// own version in ConfigureRequest (field 6).
-const APIVersion = "1.2.0"
+// own version in ConfigureRequest (field 6), 1.3 MetricDescriptor.selected_by
+// (field 6) and the host's device filter in ConfigureRequest (fields 7, 8).
+const APIVersion = "1.3.0"
 
 // PluginName is the key of the collector service in go-plugin's plugin set.
 const PluginName = "collector"

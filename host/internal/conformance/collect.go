@@ -61,12 +61,14 @@ func (c *checker) collect(in *instance, s supervise.Settings) *collection {
 // guard merges batches as a scrape would, with s's filter (nil: none).
 func (c *checker) guard(s *supervise.Settings, batches []*pluginv1.Batch) *merge.Result {
 	var filter *metricfilter.Filter
+	var selectedBy map[string][]string
 	maxSeries := 0
 	if s != nil {
 		filter, _ = metricfilter.New(s.Enabled, s.Disabled) // the host checked its flags
 		maxSeries = s.MaxSeries
+		selectedBy = merge.SelectedBy(c.info.GetMetrics(), s.MetricPrefix)
 	}
-	return merge.Merge([]merge.Input{{Plugin: c.p.Name, Batches: batches, MaxSeries: maxSeries}},
+	return merge.Merge([]merge.Input{{Plugin: c.p.Name, Batches: batches, MaxSeries: maxSeries, SelectedBy: selectedBy}},
 		merge.Options{Filter: filter, MaxLabelValueLen: c.o.MaxLabelValueLen, ReservedPrefixes: c.o.ReservedPrefixes})
 }
 

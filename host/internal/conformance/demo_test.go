@@ -30,7 +30,7 @@ func TestShippedPluginsConformWithData(t *testing.T) {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "plexporter.yml")
-	if err := os.WriteFile(config, []byte(demotree.Config), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte(tree.Config("")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := buildPlugins(dir, []string{"demo"}, shipped...); err != nil {

@@ -78,7 +78,7 @@ func TestExecutesTheFileItHashed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run, err := newProcessRunner(cmd, path, "x", "")
+			run, err := newProcessRunner(cmd, path, "x", "", func(stderr io.ReadCloser) io.ReadCloser { return stderr })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -196,7 +196,7 @@ func (s *Scraper) merge(r *round, got []bool, m *sharedMerge) {
 		}
 		a := &r.answers[i]
 		name := sup.Plugin().Name
-		inputs = append(inputs, merge.Input{Plugin: name, Batches: a.coll.Batches, MaxSeries: sup.Settings().MaxSeries})
+		inputs = append(inputs, merge.Input{Plugin: name, Batches: a.coll.Batches, MaxSeries: sup.Settings().MaxSeries, SelectedBy: sup.SelectedBy()})
 		names, colls = append(names, name), append(colls, a.coll)
 		a.counted.Do(func() { s.totals.addErrors(name, a.coll.Errors, a.coll.ErrorsDropped) })
 	}

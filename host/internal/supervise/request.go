@@ -20,6 +20,8 @@ func (s Settings) ConfigureRequest() *pluginv1.ConfigureRequest {
 		MetricPrefix:    s.MetricPrefix,
 		Paths:           s.Paths,
 		HostApiVersion:  transport.APIVersion,
+		DeviceInclude:   s.DeviceInclude,
+		DeviceExclude:   s.DeviceExclude,
 	}
 }
 

@@ -13,3 +13,12 @@ func TestConfigureRequestCarriesTheHostsVersion(t *testing.T) {
 		t.Fatalf("host_api_version %q, want %q", got, transport.APIVersion)
 	}
 }
+
+// The host's --device.include and --device.exclude reach every plugin, so
+// that a plugin leaves a rejected device untouched (fields 7 and 8).
+func TestConfigureRequestCarriesTheDeviceFilter(t *testing.T) {
+	req := (Settings{DeviceInclude: "^mlx5_", DeviceExclude: "^mlx5_bond_0$"}).ConfigureRequest()
+	if req.GetDeviceInclude() != "^mlx5_" || req.GetDeviceExclude() != "^mlx5_bond_0$" {
+		t.Fatalf("device_include %q, device_exclude %q", req.GetDeviceInclude(), req.GetDeviceExclude())
+	}
+}

@@ -32,6 +32,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/manifest"
 	"github.com/plexporter/plexporter/host/internal/sandbox"
 	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/merge"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
@@ -44,11 +45,15 @@ type Settings struct {
 	Config       *structpb.Struct
 	Enabled      []string
 	Disabled     []string
-	Paths        *pluginv1.Paths
-	LogLevel     hclog.Level
-	PassEnv      []string // host environment variables the manifest lets through, by name
-	SHA256       string   // pin from the manifest; "" for none
-	MaxSeries    int
+	// DeviceInclude and DeviceExclude are the host's --device.include and
+	// --device.exclude, passed on so that a plugin leaves rejected devices
+	// untouched (ConfigureRequest fields 7 and 8).
+	DeviceInclude, DeviceExclude string
+	Paths                        *pluginv1.Paths
+	LogLevel                     hclog.Level
+	PassEnv                      []string // host environment variables the manifest lets through, by name
+	SHA256                       string   // pin from the manifest; "" for none
+	MaxSeries                    int
 	// Sandbox confines the plugin (nil: it runs as the host's user, unconfined).
 	Sandbox *sandbox.Spec
 	// Manifest is the plugin's manifest with the config file's overrides;
@@ -156,8 +161,10 @@ type Supervisor struct {
 
 	mu     sync.Mutex
 	status Status
-	client pluginv1.PluginServiceClient
-	proc   *launch.Process
+	// selectedBy is what SelectedBy returns, from the last Info.
+	selectedBy map[string][]string
+	client     pluginv1.PluginServiceClient
+	proc       *launch.Process
 
 	warningsDropped atomic.Uint64
 	logDropped      atomic.Uint64 // launch's log budget counts here, across restarts
@@ -422,14 +429,25 @@ func (s *Supervisor) describe(ctx context.Context, client pluginv1.PluginService
 	if major, _, _ := strings.Cut(info.GetApiVersion(), "."); major != strings.Split(transport.APIVersion, ".")[0] {
 		return &launch.ProtocolError{Plugin: s.plugin.Name, Reason: fmt.Sprintf("its Info reports api_version %q", info.GetApiVersion())}
 	}
+	by := merge.SelectedBy(info.GetMetrics(), s.settings.MetricPrefix)
 	s.mu.Lock()
 	s.status.Info = info
+	s.selectedBy = by
 	s.mu.Unlock()
 	if info.GetName() != s.plugin.Name {
 		s.log.Warn("plugin reports another name than its file name", "reported", info.GetName())
 	}
 	s.warnDrift(info.GetSandboxHints())
 	return nil
+}
+
+// SelectedBy returns, for the families of the running plugin's catalogue
+// that further names select, those names, all as exposed: what the merge
+// passes to the allowlist (merge.Input.SelectedBy). Read only.
+func (s *Supervisor) SelectedBy() map[string][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.selectedBy
 }
 
 // warnDrift warns, once per supervisor, when the plugin says it needs what

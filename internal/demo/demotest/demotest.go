@@ -4,7 +4,10 @@
 package demotest
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/plexporter/plexporter/internal/demo/demotree"
@@ -28,15 +31,29 @@ func Start(t testing.TB, repo string) *Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := hosttest.TrustedDir(t, "plexporter-demo", "plugins")
+	dir := hosttest.TrustedDir(t, "plexporter-demo", "plugins", "collectors")
 	plugins := filepath.Join(dir, "plugins")
+	// The example C collector, built as make collectors builds it, for
+	// the so plugin to load.
+	library := filepath.Join(dir, "collectors", "libplexporter_loadavg.so")
+	cc := exec.Command("cc", "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-I"+filepath.Join(repo, "sdk", "cabi"), "-o", library, filepath.Join(repo, "sdk", "cabi", "examples", "loadavg.c"))
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("building the example C collector: %v\n%s", err, out)
+	}
+	if err := os.Chmod(library, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cgo, err := os.ReadFile(filepath.Join(repo, "deploy", "cgo-plugins"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := &Host{}
 	bins := []hosttest.Binary{{Pkg: "./host", Dir: repo, Out: filepath.Join(dir, "plexporter")}}
 	mains, _ := filepath.Glob(filepath.Join(repo, "plugins", "*", "main.go"))
 	for _, m := range mains {
 		name := filepath.Base(filepath.Dir(m))
 		h.Plugins = append(h.Plugins, name)
-		bins = append(bins, hosttest.Binary{Pkg: "./plugins/" + name, Dir: repo, Out: filepath.Join(plugins, "plexporter-"+name), Flags: []string{"-tags", "demo"}})
+		bins = append(bins, hosttest.Binary{Pkg: "./plugins/" + name, Dir: repo, Out: filepath.Join(plugins, "plexporter-"+name), Flags: []string{"-tags", "demo"}, Cgo: cgoPlugin(cgo, name)})
 		hosttest.InstallManifest(t, plugins, filepath.Join(repo, "plugins", name, "plexporter-"+name+".yaml"), "")
 	}
 	if len(h.Plugins) == 0 {
@@ -49,8 +66,20 @@ func Start(t testing.TB, repo string) *Host {
 	h.Host = hosttest.Start(t, hosttest.Options{
 		Binary:    filepath.Join(dir, "plexporter"),
 		PluginDir: plugins,
-		Config:    h.Tree.Config(),
+		Config:    h.Tree.Config(library),
 		Args:      []string{"--path.sysfs=" + h.Tree.Sysfs, "--path.procfs=" + h.Tree.Procfs},
 	})
 	return h
+}
+
+// cgoPlugin tells whether deploy/cgo-plugins (list) names the plugin: it
+// is built with cgo, as make build and make demo build it.
+func cgoPlugin(list []byte, name string) bool {
+	for _, line := range strings.Split(string(list), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		if strings.TrimSpace(line) == name {
+			return true
+		}
+	}
+	return false
 }

@@ -1,8 +1,12 @@
 // Package demotree builds one node's file systems from the shipped
 // plugins' fixtures: a sysfs with the RDMA devices, netdevs and NVMe
-// controllers of the rdma, ethtool and nvme fixtures, and a procfs with
+// controllers of the rdma, ethtool and nvme fixtures, a procfs with
 // the NFS mounts and socket tables of the nfs fixtures and the guest's
-// CPU, pressure, memory and disk files, and a textfile directory. `make demo` serves
+// CPU, pressure, memory and disk files, and beside them what the other
+// plugins read on a node: rocm-ernic's run directory (ionic), NIXL agents'
+// telemetry rings (nixl), a Slurm job-mapping directory (attribution) and
+// the load averages the example C collector reads (so), and a textfile
+// directory (textfile). `make demo` serves
 // every shipped plugin over it; the host's tests run the plugins over it at
 // arbitrary roots.
 package demotree
@@ -14,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/plexporter/plexporter/sdk/fixture"
 )
@@ -28,11 +33,36 @@ var SysfsArchives = []string{
 	"plugins/nvme/testdata/sysfs.ttar",
 }
 
-// NodeArchives are fixtures of both trees, their proc/ merged into the
-// tree's proc/ and their sys/ into its sys/: the guest's stat, pressure,
-// meminfo, diskstats and whole disks (sys/block).
+// NodeArchives are fixtures of the whole node, each top-level directory
+// merged into the tree's (proc/ into proc/, sys/ into sys/, run/ into
+// run/): the guest's stat, pressure, meminfo, diskstats and whole disks
+// (sys/block); rocm-ernic's run directory with three servers' statistics
+// and their processes (ionic); the Slurm job-mapping directory and
+// proc/loadavg (attribution, so: the demo's own, testdata/node.ttar).
 var NodeArchives = []string{
 	"plugins/guest/testdata/demo.ttar",
+	"plugins/ionic/testdata/ernic-run.ttar",
+	"internal/demo/demotree/testdata/node.ttar",
+}
+
+// Directories of the tree, relative to its root, that the demo's config
+// points plugins at.
+const (
+	ErnicRunDir   = "run/rocm-ernic"                 // ionic's run_dir
+	NIXLDir       = "run/nixl/telemetry"             // nixl's telemetry_dirs
+	JobMappingDir = "var/lib/plexporter/job-mapping" // attribution's job_mapping_dir
+	LoadavgFile   = "proc/loadavg"                   // the example C collector's path
+)
+
+// NIXLRings are the telemetry rings laid out in NIXLDir, names relative to
+// the module root: three v4 agents (a wrapped ring, an empty one, a full
+// one). Binary files, so copied rather than archived. They are 0666: the
+// plugin drains a ring by writing its read_pos, and in the sandbox it runs
+// as a user of its own.
+var NIXLRings = []string{
+	"plugins/nixl/testdata/telemetry_dir/3f6c1a2e-8b4d-4e0f-9a71-5c2d8e9b0a14",
+	"plugins/nixl/testdata/telemetry_dir/decode-tp1",
+	"plugins/nixl/testdata/telemetry_dir/kvbm-worker-0",
 }
 
 // ProcPID is the process whose directory holds the NFS captures; proc/self
@@ -48,9 +78,29 @@ var ProcfsFiles = map[string]string{
 	"mounts":     "plugins/ebpf/testdata/mounts-nfs", // the same mounts, whose servers ebpf watches
 }
 
-// Config is the demo's config file (--config.file): the shipped plugins'
-// defaults, plus the sources the demo has data for that are off by default.
-const Config = `# make demo: every shipped plugin over the fixtures of internal/demo/demotree.
+// Config is the demo's config file (--config.file) for the tree: the
+// shipped plugins' defaults, plus the sources the demo has data for that
+// are off by default or elsewhere on a real node, each with the manifest
+// grant its path needs. library is the example C collector built as a
+// shared object (sdk/cabi/examples/loadavg.c) that the so plugin loads;
+// "" leaves so without a library.
+func (t Tree) Config(library string) string {
+	c := strings.NewReplacer("@ROOT@", t.Root).Replace(config)
+	if library != "" {
+		c += strings.NewReplacer("@LIB@", library, "@LIBDIR@", filepath.Dir(library), "@ROOT@", t.Root).Replace(soConfig)
+	}
+	// The textfile plugin pointed at the tree's textfile directory and
+	// granted it (and nothing else) in its sandbox.
+	return c + fmt.Sprintf(`  textfile:
+    config:
+      directories: [%q]
+    manifest:
+      paths:
+        read_only: [%q]
+`, t.Textfile, t.Textfile)
+}
+
+const config = `# make demo: every shipped plugin over the fixtures of internal/demo/demotree.
 plugins:
   rdma:
     config:
@@ -65,6 +115,48 @@ plugins:
       # The demo node has no kubelet: its socket would be a collect error
       # at every scrape.
       pod_resources_socket: ""
+      # Slurm's prolog wrote the jobs of two devices.
+      job_mapping_dir: "@ROOT@/var/lib/plexporter/job-mapping"
+    # The shipped grants (plexporter-attribution.yaml), the node's
+    # job-mapping directory added: an override's list replaces the file's.
+    manifest:
+      paths:
+        read_only:
+          - "{sysfs}/bus/pci/devices"
+          - "{sysfs}/class/infiniband"
+          - "{sysfs}/class/net"
+          - "{sysfs}/class/nvme"
+          - "{sysfs}/devices"
+          - "@ROOT@/var/lib/plexporter/job-mapping"
+  # ionic and nixl are granted the node's directories instead of the
+  # shipped ones (the host warns that their hints ask for those).
+  ionic:
+    config:
+      run_dir: "@ROOT@/run/rocm-ernic"
+    manifest:
+      paths:
+        read_only: ["@ROOT@/run/rocm-ernic", "{procfs}"]
+  nixl:
+    config:
+      telemetry_dirs: ["@ROOT@/run/nixl/telemetry"]
+      hostname: demo-node
+      # The recorded agents write no more events: keep them, idle, for
+      # the longest time the plugin allows instead of expiring them.
+      stale_after: 168h
+    manifest:
+      paths:
+        read_write: ["@ROOT@/run/nixl/telemetry"]
+`
+
+// soConfig is the so plugin's section: the example collector reading the
+// tree's load averages.
+const soConfig = `  so:
+    config:
+      library: "@LIB@"
+      collector: {path: "@ROOT@/proc/loadavg"}
+    manifest:
+      paths:
+        read_only: ["@LIBDIR@", "{procfs}/loadavg"]
 `
 
 // TextfileFixture is the textfile plugin's demo file, laid out in the
@@ -75,19 +167,6 @@ const TextfileFixture = "plugins/textfile/testdata/demo.prom"
 // and the textfile plugin's directory.
 type Tree struct {
 	Root, Sysfs, Procfs, Textfile string
-}
-
-// Config is the demo's config file for this tree: Config, with the
-// textfile plugin pointed at the tree's textfile directory and granted it
-// (and nothing else) in its sandbox.
-func (t Tree) Config() string {
-	return Config + fmt.Sprintf(`  textfile:
-    config:
-      directories: [%q]
-    manifest:
-      paths:
-        read_only: [%q]
-`, t.Textfile, t.Textfile)
 }
 
 // Build lays the tree out in dst (created; it must not hold a tree
@@ -123,8 +202,12 @@ func Build(repo, dst string) (Tree, error) {
 		if err := fixture.Unpack(filepath.Join(repo, a), one); err != nil {
 			return t, err
 		}
-		for _, tree := range []struct{ from, to string }{{"sys", t.Sysfs}, {"proc", t.Procfs}} {
-			if err := merge(filepath.Join(one, tree.from), tree.to); err != nil {
+		tops, err := os.ReadDir(one)
+		if err != nil {
+			return t, err
+		}
+		for _, top := range tops {
+			if err := merge(filepath.Join(one, top.Name()), filepath.Join(dst, top.Name())); err != nil {
 				return t, fmt.Errorf("merging %s: %w", a, err)
 			}
 		}
@@ -156,7 +239,28 @@ func Build(repo, dst string) (Tree, error) {
 	if err := os.WriteFile(filepath.Join(t.Textfile, filepath.Base(TextfileFixture)), data, 0o644); err != nil {
 		return t, err
 	}
-	return t, traversable(dst)
+	rings := filepath.Join(dst, NIXLDir)
+	if err := os.MkdirAll(rings, 0o755); err != nil {
+		return t, err
+	}
+	for _, src := range NIXLRings {
+		data, err := os.ReadFile(filepath.Join(repo, src))
+		if err != nil {
+			return t, err
+		}
+		if err := os.WriteFile(filepath.Join(rings, filepath.Base(src)), data, 0o644); err != nil {
+			return t, err
+		}
+	}
+	if err := traversable(dst); err != nil {
+		return t, err
+	}
+	for _, src := range NIXLRings {
+		if err := os.Chmod(filepath.Join(rings, filepath.Base(src)), 0o666); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
 }
 
 // merge copies the tree src into dst: directories, regular files and

@@ -18,10 +18,32 @@ func TestBuildMergesEveryPluginsFixture(t *testing.T) {
 		"sys/class/nvme/nvme0/serial",                                // nvme
 		"proc/self/mountstats",                                       // nfs
 		"proc/self/net/tcp",
+		ErnicRunDir + "/instances.json", // ionic
+		ErnicRunDir + "/1.stats",
+		JobMappingDir + "/mlx5_0", // attribution
+		LoadavgFile,               // so
 	} {
 		if _, err := os.Stat(filepath.Join(tree.Root, p)); err != nil {
 			t.Errorf("the tree lacks %s: %v", p, err)
 		}
+	}
+	// nixl drains a ring by writing its read_pos, as another user in the
+	// sandbox.
+	for _, r := range NIXLRings {
+		fi, err := os.Stat(filepath.Join(tree.Root, NIXLDir, filepath.Base(r)))
+		if err != nil || fi.Mode().Perm() != 0o666 {
+			t.Errorf("ring %s: %v %v, want a 0666 file", r, fi, err)
+		}
+	}
+	// The config points the plugins at the tree.
+	cfg := tree.Config("/lib/x.so")
+	for _, want := range []string{filepath.Join(tree.Root, JobMappingDir), filepath.Join(tree.Root, NIXLDir), filepath.Join(tree.Root, ErnicRunDir), filepath.Join(tree.Root, LoadavgFile), `library: "/lib/x.so"`} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("the config lacks %s:\n%s", want, cfg)
+		}
+	}
+	if strings.Contains(tree.Config(""), "library") {
+		t.Error("without a library the config must not configure so")
 	}
 	if tree.Sysfs != filepath.Join(tree.Root, "sys") || tree.Procfs != filepath.Join(tree.Root, "proc") {
 		t.Errorf("roots = %+v", tree)

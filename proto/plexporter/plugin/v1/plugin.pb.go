@@ -227,8 +227,14 @@ type MetricDescriptor struct {
 	// declares it; the host drops another plugin's series of it, and of the
 	// series names it exposes (x_bucket, x_total, ...), counted against the
 	// sender. A family several plugins write by design is declared shared by
-	// each of them: every plugin declaring it shared may then send it.
-	Shared        bool `protobuf:"varint,6,opt,name=shared,proto3" json:"shared,omitempty"`
+	// each of them: every plugin declaring it shared may then send it. Since 1.3.0.
+	Shared bool `protobuf:"varint,6,opt,name=shared,proto3" json:"shared,omitempty"`
+	// Further names an allowlist or denylist pattern selects this family by,
+	// since 1.3.0: the name of the event the family is derived from, NIXL
+	// style (the event agent_tx_bytes selects both agent_tx_bytes_total and
+	// the gauge agent_tx_last_bytes). Written without metric_prefix, like
+	// name; the host prepends it. Only for a name without '*'.
+	SelectedBy    []string `protobuf:"bytes,7,rep,name=selected_by,json=selectedBy,proto3" json:"selected_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -303,6 +309,13 @@ func (x *MetricDescriptor) GetShared() bool {
 		return x.Shared
 	}
 	return false
+}
+
+func (x *MetricDescriptor) GetSelectedBy() []string {
+	if x != nil {
+		return x.SelectedBy
+	}
+	return nil
 }
 
 type SandboxHints struct {
@@ -392,8 +405,15 @@ type ConfigureRequest struct {
 	// what a minor version added to the messages it sends only to a host whose
 	// minor has it: an older host drops what it does not know.
 	HostApiVersion string `protobuf:"bytes,6,opt,name=host_api_version,json=hostApiVersion,proto3" json:"host_api_version,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The host's --device.include and --device.exclude (since 1.3.0): RE2
+	// expressions, unanchored, over the device a series is about (its
+	// "device" label); empty means no filter. The host removes the series of
+	// a device they reject either way; a plugin SHOULD also not read or query
+	// such a device at all.
+	DeviceInclude string `protobuf:"bytes,7,opt,name=device_include,json=deviceInclude,proto3" json:"device_include,omitempty"`
+	DeviceExclude string `protobuf:"bytes,8,opt,name=device_exclude,json=deviceExclude,proto3" json:"device_exclude,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConfigureRequest) Reset() {
@@ -464,6 +484,20 @@ func (x *ConfigureRequest) GetPaths() *Paths {
 func (x *ConfigureRequest) GetHostApiVersion() string {
 	if x != nil {
 		return x.HostApiVersion
+	}
+	return ""
+}
+
+func (x *ConfigureRequest) GetDeviceInclude() string {
+	if x != nil {
+		return x.DeviceInclude
+	}
+	return ""
+}
+
+func (x *ConfigureRequest) GetDeviceExclude() string {
+	if x != nil {
+		return x.DeviceExclude
 	}
 	return ""
 }
@@ -1008,7 +1042,7 @@ const file_plexporter_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vapi_version\x18\x03 \x01(\tR\n" +
 	"apiVersion\x12@\n" +
 	"\ametrics\x18\x04 \x03(\v2&.plexporter.plugin.v1.MetricDescriptorR\ametrics\x12G\n" +
-	"\rsandbox_hints\x18\x05 \x01(\v2\".plexporter.plugin.v1.SandboxHintsR\fsandboxHints\"\xbd\x01\n" +
+	"\rsandbox_hints\x18\x05 \x01(\v2\".plexporter.plugin.v1.SandboxHintsR\fsandboxHints\"\xde\x01\n" +
 	"\x10MetricDescriptor\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
 	"\x04type\x18\x02 \x01(\x0e2 .plexporter.plugin.v1.MetricTypeR\x04type\x12\x12\n" +
@@ -1016,19 +1050,23 @@ const file_plexporter_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x04unit\x18\x04 \x01(\tR\x04unit\x12\x1f\n" +
 	"\vlabel_names\x18\x05 \x03(\tR\n" +
 	"labelNames\x12\x16\n" +
-	"\x06shared\x18\x06 \x01(\bR\x06shared\"\x9e\x01\n" +
+	"\x06shared\x18\x06 \x01(\bR\x06shared\x12\x1f\n" +
+	"\vselected_by\x18\a \x03(\tR\n" +
+	"selectedBy\"\x9e\x01\n" +
 	"\fSandboxHints\x12\"\n" +
 	"\fcapabilities\x18\x01 \x03(\tR\fcapabilities\x12&\n" +
 	"\x0fread_only_paths\x18\x02 \x03(\tR\rreadOnlyPaths\x12(\n" +
 	"\x10read_write_paths\x18\x03 \x03(\tR\x0ereadWritePaths\x12\x18\n" +
-	"\adevices\x18\x04 \x03(\tR\adevices\"\x99\x02\n" +
+	"\adevices\x18\x04 \x03(\tR\adevices\"\xe7\x02\n" +
 	"\x10ConfigureRequest\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x06config\x12'\n" +
 	"\x0fenabled_metrics\x18\x02 \x03(\tR\x0eenabledMetrics\x12)\n" +
 	"\x10disabled_metrics\x18\x03 \x03(\tR\x0fdisabledMetrics\x12#\n" +
 	"\rmetric_prefix\x18\x04 \x01(\tR\fmetricPrefix\x121\n" +
 	"\x05paths\x18\x05 \x01(\v2\x1b.plexporter.plugin.v1.PathsR\x05paths\x12(\n" +
-	"\x10host_api_version\x18\x06 \x01(\tR\x0ehostApiVersion\"M\n" +
+	"\x10host_api_version\x18\x06 \x01(\tR\x0ehostApiVersion\x12%\n" +
+	"\x0edevice_include\x18\a \x01(\tR\rdeviceInclude\x12%\n" +
+	"\x0edevice_exclude\x18\b \x01(\tR\rdeviceExclude\"M\n" +
 	"\x05Paths\x12\x14\n" +
 	"\x05sysfs\x18\x01 \x01(\tR\x05sysfs\x12\x16\n" +
 	"\x06procfs\x18\x02 \x01(\tR\x06procfs\x12\x16\n" +

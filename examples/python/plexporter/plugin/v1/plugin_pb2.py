@@ -21,7 +21,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='plexporter/plugin/v1/plugin.proto',
   package='plexporter.plugin.v1',
   syntax='proto3',
-  serialized_pb=_b('\n!plexporter/plugin/v1/plugin.proto\x12\x14plexporter.plugin.v1\x1a\x1cgoogle/protobuf/struct.proto\"\r\n\x0bInfoRequest\"\xb6\x01\n\x0cInfoResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x13\n\x0b\x61pi_version\x18\x03 \x01(\t\x12\x37\n\x07metrics\x18\x04 \x03(\x0b\x32&.plexporter.plugin.v1.MetricDescriptor\x12\x39\n\rsandbox_hints\x18\x05 \x01(\x0b\x32\".plexporter.plugin.v1.SandboxHints\"\x91\x01\n\x10MetricDescriptor\x12\x0c\n\x04name\x18\x01 \x01(\t\x12.\n\x04type\x18\x02 \x01(\x0e\x32 .plexporter.plugin.v1.MetricType\x12\x0c\n\x04help\x18\x03 \x01(\t\x12\x0c\n\x04unit\x18\x04 \x01(\t\x12\x13\n\x0blabel_names\x18\x05 \x03(\t\x12\x0e\n\x06shared\x18\x06 \x01(\x08\"h\n\x0cSandboxHints\x12\x14\n\x0c\x63\x61pabilities\x18\x01 \x03(\t\x12\x17\n\x0fread_only_paths\x18\x02 \x03(\t\x12\x18\n\x10read_write_paths\x18\x03 \x03(\t\x12\x0f\n\x07\x64\x65vices\x18\x04 \x03(\t\"\xcb\x01\n\x10\x43onfigureRequest\x12\'\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x17\n\x0f\x65nabled_metrics\x18\x02 \x03(\t\x12\x18\n\x10\x64isabled_metrics\x18\x03 \x03(\t\x12\x15\n\rmetric_prefix\x18\x04 \x01(\t\x12*\n\x05paths\x18\x05 \x01(\x0b\x32\x1b.plexporter.plugin.v1.Paths\x12\x18\n\x10host_api_version\x18\x06 \x01(\t\"6\n\x05Paths\x12\r\n\x05sysfs\x18\x01 \x01(\t\x12\x0e\n\x06procfs\x18\x02 \x01(\t\x12\x0e\n\x06rootfs\x18\x03 \x01(\t\"%\n\x11\x43onfigureResponse\x12\x10\n\x08warnings\x18\x01 \x03(\t\"\x10\n\x0e\x43ollectRequest\"q\n\x0f\x43ollectResponse\x12*\n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x1b.plexporter.plugin.v1.Batch\x12\x32\n\x06\x65rrors\x18\x02 \x03(\x0b\x32\".plexporter.plugin.v1.CollectError\"2\n\x0c\x43ollectError\x12\x11\n\tcollector\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"M\n\x05\x42\x61tch\x12\x0f\n\x07strings\x18\x01 \x03(\x0c\x12\x33\n\x08\x66\x61milies\x18\x02 \x03(\x0b\x32!.plexporter.plugin.v1.FamilyChunk\"\xe1\x03\n\x0b\x46\x61milyChunk\x12\x0c\n\x04name\x18\x01 \x01(\r\x12.\n\x04type\x18\x02 \x01(\x0e\x32 .plexporter.plugin.v1.MetricType\x12\x0c\n\x04help\x18\x03 \x01(\r\x12\x0c\n\x04unit\x18\x04 \x01(\r\x12\x13\n\x0blabel_names\x18\x05 \x03(\r\x12\x14\n\x0clabel_values\x18\x06 \x03(\r\x12\x0e\n\x06values\x18\x07 \x03(\x01\x12\x0e\n\x06\x63ounts\x18\x08 \x03(\x04\x12\x0e\n\x06\x62ounds\x18\t \x03(\x01\x12\x15\n\rbucket_counts\x18\n \x03(\x04\x12\x17\n\x0fquantile_values\x18\x0b \x03(\x01\x12\x16\n\x0enative_schemas\x18\x0c \x03(\x11\x12\x1e\n\x16native_zero_thresholds\x18\r \x03(\x01\x12\x1a\n\x12native_zero_counts\x18\x0e \x03(\x04\x12#\n\x1bnative_positive_span_counts\x18\x0f \x03(\r\x12#\n\x1bnative_negative_span_counts\x18\x10 \x03(\r\x12\x1b\n\x13native_span_offsets\x18\x11 \x03(\x11\x12\x1b\n\x13native_span_lengths\x18\x12 \x03(\r\x12\x15\n\rnative_deltas\x18\x13 \x03(\x12*\xa6\x01\n\nMetricType\x12\x1b\n\x17METRIC_TYPE_UNSPECIFIED\x10\x00\x12\x17\n\x13METRIC_TYPE_COUNTER\x10\x01\x12\x15\n\x11METRIC_TYPE_GAUGE\x10\x02\x12\x19\n\x15METRIC_TYPE_HISTOGRAM\x10\x03\x12\x17\n\x13METRIC_TYPE_SUMMARY\x10\x04\x12\x17\n\x13METRIC_TYPE_UNTYPED\x10\x05\x32\x96\x02\n\rPluginService\x12M\n\x04Info\x12!.plexporter.plugin.v1.InfoRequest\x1a\".plexporter.plugin.v1.InfoResponse\x12\\\n\tConfigure\x12&.plexporter.plugin.v1.ConfigureRequest\x1a\'.plexporter.plugin.v1.ConfigureResponse\x12X\n\x07\x43ollect\x12$.plexporter.plugin.v1.CollectRequest\x1a%.plexporter.plugin.v1.CollectResponse0\x01\x42\x46ZDgithub.com/plexporter/plexporter/proto/plexporter/plugin/v1;pluginv1b\x06proto3')
+  serialized_pb=_b('\n!plexporter/plugin/v1/plugin.proto\x12\x14plexporter.plugin.v1\x1a\x1cgoogle/protobuf/struct.proto\"\r\n\x0bInfoRequest\"\xb6\x01\n\x0cInfoResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x13\n\x0b\x61pi_version\x18\x03 \x01(\t\x12\x37\n\x07metrics\x18\x04 \x03(\x0b\x32&.plexporter.plugin.v1.MetricDescriptor\x12\x39\n\rsandbox_hints\x18\x05 \x01(\x0b\x32\".plexporter.plugin.v1.SandboxHints\"\xa6\x01\n\x10MetricDescriptor\x12\x0c\n\x04name\x18\x01 \x01(\t\x12.\n\x04type\x18\x02 \x01(\x0e\x32 .plexporter.plugin.v1.MetricType\x12\x0c\n\x04help\x18\x03 \x01(\t\x12\x0c\n\x04unit\x18\x04 \x01(\t\x12\x13\n\x0blabel_names\x18\x05 \x03(\t\x12\x0e\n\x06shared\x18\x06 \x01(\x08\x12\x13\n\x0bselected_by\x18\x07 \x03(\t\"h\n\x0cSandboxHints\x12\x14\n\x0c\x63\x61pabilities\x18\x01 \x03(\t\x12\x17\n\x0fread_only_paths\x18\x02 \x03(\t\x12\x18\n\x10read_write_paths\x18\x03 \x03(\t\x12\x0f\n\x07\x64\x65vices\x18\x04 \x03(\t\"\xfb\x01\n\x10\x43onfigureRequest\x12\'\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x17\n\x0f\x65nabled_metrics\x18\x02 \x03(\t\x12\x18\n\x10\x64isabled_metrics\x18\x03 \x03(\t\x12\x15\n\rmetric_prefix\x18\x04 \x01(\t\x12*\n\x05paths\x18\x05 \x01(\x0b\x32\x1b.plexporter.plugin.v1.Paths\x12\x18\n\x10host_api_version\x18\x06 \x01(\t\x12\x16\n\x0e\x64\x65vice_include\x18\x07 \x01(\t\x12\x16\n\x0e\x64\x65vice_exclude\x18\x08 \x01(\t\"6\n\x05Paths\x12\r\n\x05sysfs\x18\x01 \x01(\t\x12\x0e\n\x06procfs\x18\x02 \x01(\t\x12\x0e\n\x06rootfs\x18\x03 \x01(\t\"%\n\x11\x43onfigureResponse\x12\x10\n\x08warnings\x18\x01 \x03(\t\"\x10\n\x0e\x43ollectRequest\"q\n\x0f\x43ollectResponse\x12*\n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x1b.plexporter.plugin.v1.Batch\x12\x32\n\x06\x65rrors\x18\x02 \x03(\x0b\x32\".plexporter.plugin.v1.CollectError\"2\n\x0c\x43ollectError\x12\x11\n\tcollector\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"M\n\x05\x42\x61tch\x12\x0f\n\x07strings\x18\x01 \x03(\x0c\x12\x33\n\x08\x66\x61milies\x18\x02 \x03(\x0b\x32!.plexporter.plugin.v1.FamilyChunk\"\xe1\x03\n\x0b\x46\x61milyChunk\x12\x0c\n\x04name\x18\x01 \x01(\r\x12.\n\x04type\x18\x02 \x01(\x0e\x32 .plexporter.plugin.v1.MetricType\x12\x0c\n\x04help\x18\x03 \x01(\r\x12\x0c\n\x04unit\x18\x04 \x01(\r\x12\x13\n\x0blabel_names\x18\x05 \x03(\r\x12\x14\n\x0clabel_values\x18\x06 \x03(\r\x12\x0e\n\x06values\x18\x07 \x03(\x01\x12\x0e\n\x06\x63ounts\x18\x08 \x03(\x04\x12\x0e\n\x06\x62ounds\x18\t \x03(\x01\x12\x15\n\rbucket_counts\x18\n \x03(\x04\x12\x17\n\x0fquantile_values\x18\x0b \x03(\x01\x12\x16\n\x0enative_schemas\x18\x0c \x03(\x11\x12\x1e\n\x16native_zero_thresholds\x18\r \x03(\x01\x12\x1a\n\x12native_zero_counts\x18\x0e \x03(\x04\x12#\n\x1bnative_positive_span_counts\x18\x0f \x03(\r\x12#\n\x1bnative_negative_span_counts\x18\x10 \x03(\r\x12\x1b\n\x13native_span_offsets\x18\x11 \x03(\x11\x12\x1b\n\x13native_span_lengths\x18\x12 \x03(\r\x12\x15\n\rnative_deltas\x18\x13 \x03(\x12*\xa6\x01\n\nMetricType\x12\x1b\n\x17METRIC_TYPE_UNSPECIFIED\x10\x00\x12\x17\n\x13METRIC_TYPE_COUNTER\x10\x01\x12\x15\n\x11METRIC_TYPE_GAUGE\x10\x02\x12\x19\n\x15METRIC_TYPE_HISTOGRAM\x10\x03\x12\x17\n\x13METRIC_TYPE_SUMMARY\x10\x04\x12\x17\n\x13METRIC_TYPE_UNTYPED\x10\x05\x32\x96\x02\n\rPluginService\x12M\n\x04Info\x12!.plexporter.plugin.v1.InfoRequest\x1a\".plexporter.plugin.v1.InfoResponse\x12\\\n\tConfigure\x12&.plexporter.plugin.v1.ConfigureRequest\x1a\'.plexporter.plugin.v1.ConfigureResponse\x12X\n\x07\x43ollect\x12$.plexporter.plugin.v1.CollectRequest\x1a%.plexporter.plugin.v1.CollectResponse0\x01\x42\x46ZDgithub.com/plexporter/plexporter/proto/plexporter/plugin/v1;pluginv1b\x06proto3')
   ,
   dependencies=[google_dot_protobuf_dot_struct__pb2.DESCRIPTOR,])
 
@@ -58,8 +58,8 @@ _METRICTYPE = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=1593,
-  serialized_end=1759,
+  serialized_start=1662,
+  serialized_end=1828,
 )
 _sym_db.RegisterEnumDescriptor(_METRICTYPE)
 
@@ -205,6 +205,13 @@ _METRICDESCRIPTOR = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='selected_by', full_name='plexporter.plugin.v1.MetricDescriptor.selected_by', index=6,
+      number=7, type=9, cpp_type=9, label=3,
+      has_default_value=False, default_value=[],
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -218,7 +225,7 @@ _METRICDESCRIPTOR = _descriptor.Descriptor(
   oneofs=[
   ],
   serialized_start=290,
-  serialized_end=435,
+  serialized_end=456,
 )
 
 
@@ -269,8 +276,8 @@ _SANDBOXHINTS = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=437,
-  serialized_end=541,
+  serialized_start=458,
+  serialized_end=562,
 )
 
 
@@ -323,6 +330,20 @@ _CONFIGUREREQUEST = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='device_include', full_name='plexporter.plugin.v1.ConfigureRequest.device_include', index=6,
+      number=7, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='device_exclude', full_name='plexporter.plugin.v1.ConfigureRequest.device_exclude', index=7,
+      number=8, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -335,8 +356,8 @@ _CONFIGUREREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=544,
-  serialized_end=747,
+  serialized_start=565,
+  serialized_end=816,
 )
 
 
@@ -380,8 +401,8 @@ _PATHS = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=749,
-  serialized_end=803,
+  serialized_start=818,
+  serialized_end=872,
 )
 
 
@@ -411,8 +432,8 @@ _CONFIGURERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=805,
-  serialized_end=842,
+  serialized_start=874,
+  serialized_end=911,
 )
 
 
@@ -435,8 +456,8 @@ _COLLECTREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=844,
-  serialized_end=860,
+  serialized_start=913,
+  serialized_end=929,
 )
 
 
@@ -473,8 +494,8 @@ _COLLECTRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=862,
-  serialized_end=975,
+  serialized_start=931,
+  serialized_end=1044,
 )
 
 
@@ -511,8 +532,8 @@ _COLLECTERROR = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=977,
-  serialized_end=1027,
+  serialized_start=1046,
+  serialized_end=1096,
 )
 
 
@@ -549,8 +570,8 @@ _BATCH = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1029,
-  serialized_end=1106,
+  serialized_start=1098,
+  serialized_end=1175,
 )
 
 
@@ -706,8 +727,8 @@ _FAMILYCHUNK = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1109,
-  serialized_end=1590,
+  serialized_start=1178,
+  serialized_end=1659,
 )
 
 _INFORESPONSE.fields_by_name['metrics'].message_type = _METRICDESCRIPTOR
@@ -828,8 +849,8 @@ _PLUGINSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=1762,
-  serialized_end=2040,
+  serialized_start=1831,
+  serialized_end=2109,
   methods=[
   _descriptor.MethodDescriptor(
     name='Info',
