@@ -84,20 +84,32 @@ func TestREADMEPromQL(t *testing.T) {
 	target := promqlTarget(t, res.Text(t))
 	promURL := startPrometheus(t, bin, target)
 
+	// Every query is evaluated at one instant at, safely in the past: a
+	// moment whose 5 s lookback already held three scrapes of the target
+	// when it was at least 5 s old, so that no scrape still being appended
+	// can change an answer, and every query sees the same samples.
+	var at time.Time
+	for deadline := time.Now().Add(waitPrometheus); ; time.Sleep(500 * time.Millisecond) {
+		at = time.Now().Add(-5 * time.Second)
+		if up := query(t, promURL, "count_over_time(up[5m])", "job", at); up["node"] >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus did not scrape the target three times in %s", waitPrometheus)
+		}
+	}
 	for _, q := range queries {
 		want := readmeResults[q]
-		var got map[string]float64
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-			got = query(t, promURL, q, want.label)
-			if matches(got, want.want, want.rate) || time.Now().After(deadline) {
-				break
-			}
-		}
+		got := query(t, promURL, q, want.label, at)
 		if !matches(got, want.want, want.rate) {
-			t.Errorf("%s\n= %v, want %v", q, got, want.want)
+			t.Errorf("%s\n= %v at %s, want %v", q, got, at.Format(time.RFC3339Nano), want.want)
 		}
 	}
 }
+
+// waitPrometheus bounds the wait for Prometheus to start and scrape: it
+// only matters when the test fails.
+const waitPrometheus = 120 * time.Second
 
 // matches reports whether got has want's keys only, each within 10 % of
 // its value or, for a rate, of the same positive fraction of it.
@@ -181,11 +193,13 @@ func startPrometheus(t *testing.T, bin, target string) string {
 	return "http://" + addr
 }
 
-// query runs an instant query and returns the result vector's values by
-// label; nil while Prometheus is not up or the query fails.
-func query(t *testing.T, promURL, q, label string) map[string]float64 {
+// query runs an instant query evaluated at at and returns the result
+// vector's values by label; nil while Prometheus is not up or the query
+// fails.
+func query(t *testing.T, promURL, q, label string, at time.Time) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(q))
+	v := url.Values{"query": {q}, "time": {strconv.FormatFloat(float64(at.UnixNano())/1e9, 'f', 3, 64)}}
+	resp, err := http.Get(promURL + "/api/v1/query?" + v.Encode())
 	if err != nil {
 		return nil
 	}

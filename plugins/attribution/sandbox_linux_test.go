@@ -102,17 +102,17 @@ func inHostSandbox(t *testing.T, grant bool) {
 	})
 
 	var text string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		text = get(addr)
 		if strings.Contains(text, `attribution_collection_errors_total{collector="pod_resources"}`) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no attribution series after 30s:\n%s", text)
+			t.Fatalf("no attribution series after 60s:\n%s", text)
 		}
 	}
 	if !grant {
-		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "the sandbox allows no connect"); time.Sleep(200 * time.Millisecond) {
+		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(logs.String(), "the sandbox allows no connect"); time.Sleep(200 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("no error saying the sandbox refused the connect")
 			}

@@ -119,24 +119,54 @@ func testDiskIO(t *testing.T, attach string) {
 		t.Fatalf("block_rq_complete not running as %s", attach)
 	}
 	const writes, reads = 37, 23
-	directIO(t, path, writes, reads)
-	after := collect(t, c)
 	dev := `{device="` + name + `"}`
+	// The kernel does not always run an attached program: on this
+	// project's CI machine (6.18, 2 vCPUs, loaded) about one block
+	// completion in a thousand reached the tracepoint (a tracefs instance
+	// on the same event recorded it, and the kernel's own
+	// /sys/block/<dev>/stat counted it) without the completion program
+	// running (its run count did not move, nor its recursion-miss count),
+	// in both attach modes, and no later scrape found it: the count is
+	// short for good, by one or a few requests, in a few percent of rounds
+	// of 60 requests. A short round is therefore repeated (each round is
+	// judged on its own, never summed), and one exact round is required;
+	// a count above the workload, a byte count that is not the requests
+	// times blockSize, or a histogram count that is not the request count
+	// fails at once, and so do maxRounds short rounds in a row (a plugin
+	// that loses requests loses them in every round).
+	const maxRounds = 5
+	var after scrape
 	delta := func(name string) float64 { return after.or0(name) - before.or0(name) }
-	for _, want := range []struct {
-		key  string
-		want float64
-	}{
-		{"disk_writes_completed_total" + dev, writes},
-		{"disk_write_bytes_total" + dev, writes * blockSize},
-		{"disk_write_latency_seconds_count" + dev, writes},
-		{"disk_reads_completed_total" + dev, reads},
-		{"disk_read_bytes_total" + dev, reads * blockSize},
-		{"disk_read_latency_seconds_count" + dev, reads},
-	} {
-		if got := delta(want.key); got != want.want {
-			t.Errorf("%s moved by %v, want %v\n%s", want.key, got, want.want, after.text)
+	for round := 1; ; round++ {
+		directIO(t, path, writes, reads)
+		after = collect(t, c)
+		short := false
+		for _, op := range []struct {
+			name string
+			n    float64
+		}{{"write", writes}, {"read", reads}} {
+			ios := delta("disk_" + op.name + "s_completed_total" + dev)
+			if ios > op.n {
+				t.Fatalf("%s: %v requests counted for %v done\n%s", op.name, ios, op.n, after.text)
+			}
+			if got := delta("disk_" + op.name + "_bytes_total" + dev); got != ios*blockSize {
+				t.Errorf("%s: %v bytes counted for %v requests of %d", op.name, got, ios, blockSize)
+			}
+			if got := delta("disk_" + op.name + "_latency_seconds_count" + dev); got != ios {
+				t.Errorf("%s: latency histogram counted %v requests, the counter %v", op.name, got, ios)
+			}
+			if ios < op.n {
+				short = true
+				t.Logf("round %d: %s counted %v of %v requests", round, op.name, ios, op.n)
+			}
 		}
+		if !short {
+			break
+		}
+		if round == maxRounds {
+			t.Fatalf("%d rounds in a row counted fewer requests than were done\n%s", maxRounds, after.text)
+		}
+		before = after
 	}
 	for _, op := range []string{"read", "write"} {
 		total := delta("disk_" + op + "_latency_seconds_sum" + dev)

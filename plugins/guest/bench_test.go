@@ -125,7 +125,7 @@ func scrapeOnce(t testing.TB, p *plugin) (samples, errs int) {
 		errs += len(r.GetErrors())
 		return nil
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitDeadline)
 	defer cancel()
 	if err := p.Collect(ctx, w); err != nil {
 		t.Fatal(err)

@@ -40,8 +40,11 @@ func TestHungStatfs(t *testing.T) {
 
 	start := time.Now()
 	res := sdktest.Collect(t, c, 0)
-	if took := time.Since(start); took > 5*time.Second || took < time.Second {
-		t.Errorf("scrape with a hung statfs took %s, want about statfs_timeout (1s)", took)
+	// At least statfs_timeout: the scrape waited for the call. The upper
+	// bound is sdktest.Collect's deadline (DeadlineExceeded below), not a
+	// budget on this machine's speed.
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("scrape with a hung statfs took %s, want at least statfs_timeout (1s)", took)
 	}
 	if res.Status != nil {
 		t.Fatalf("collect failed: %v", res.Status)
@@ -56,14 +59,12 @@ func TestHungStatfs(t *testing.T) {
 		`disk_used_bytes{device="10.0.5.21:/vol/models",mount_point="/mnt/models",fstype="nfs"} 1.099511627776e+12`,
 		`guest_collection_errors_total{collector="filesystem"} 1`)
 
-	// The next scrapes do not wait and do not call again.
+	// The next scrapes do not wait and do not call again: the error is
+	// the one written, without waiting, for a call still in flight (a
+	// scrape that waited would report "no answer before the deadline"),
+	// and the hung mount's statfs count stays 1.
 	for i := 2; i <= 4; i++ {
-		start = time.Now()
 		res = sdktest.Collect(t, c, 0)
-		// Well below statfs_timeout, with room for a loaded machine.
-		if took := time.Since(start); took > 700*time.Millisecond {
-			t.Errorf("scrape %d took %s with the mount's statfs still blocked; want no wait", i, took)
-		}
 		errs = errorsOf(res, collectorFilesystem)
 		if len(errs) != 1 || !strings.Contains(errs[0], "statfs /host/mnt/shared: the call started") || !strings.Contains(errs[0], "has not returned; skipped") {
 			t.Errorf("scrape %d: filesystem errors %q", i, errs)
@@ -75,10 +76,10 @@ func TestHungStatfs(t *testing.T) {
 	if n := fake.count("/host/mnt/models"); n != 4 {
 		t.Errorf("statfs of a healthy mount called %d times over 4 scrapes, want 4", n)
 	}
-	// Scrapes 2-4 started no goroutine that outlives them (a second of
-	// grace for the connection's own).
+	// Scrapes 2-4 started no goroutine that outlives them (two of grace
+	// for the connection's own, which end on their own time).
 	settled := false
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && !settled; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(waitDeadline); time.Now().Before(deadline) && !settled; time.Sleep(20 * time.Millisecond) {
 		settled = runtime.NumGoroutine() <= goroutines+2
 	}
 	if !settled {
@@ -187,15 +188,20 @@ func TestUnescapeMountinfo(t *testing.T) {
 	}
 }
 
-// waitFor polls cond for up to 5 s.
+// waitDeadline bounds every wait of this package's tests for a condition:
+// it only matters when the test fails, so it is long enough for a loaded
+// CI machine, never a budget the code must meet.
+const waitDeadline = 60 * time.Second
+
+// waitFor polls cond until it holds, failing after waitDeadline.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(waitDeadline); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if cond() {
 			return
 		}
 	}
-	t.Fatal("condition not met within 5s")
+	t.Fatalf("condition not met within %s", waitDeadline)
 }
 
 // TestMountinfoPID: mountinfo_pid reads another process's mount table (the

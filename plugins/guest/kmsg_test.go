@@ -162,7 +162,7 @@ func TestTailerStops(t *testing.T) {
 	go func() { tl.stop(); tl.stop(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitDeadline):
 		t.Fatal("stop did not return")
 	}
 }

@@ -124,10 +124,11 @@ func sandboxDir(t *testing.T) string {
 
 // runHost starts the host of dir with config over this machine's trees,
 // scrapes it until ready says the exposition has what the test waits for
-// (30 s at most), stops it and returns that exposition and the host's log.
+// (60 s at most), stops it and returns that exposition and the host's log.
 func runHost(t *testing.T, dir, config string, ready func(string) bool) (string, func() string) {
 	t.Helper()
 	h := hosttest.Start(t, hosttest.Options{
+		Ready:     60 * time.Second,
 		Binary:    filepath.Join(dir, "plexporter"),
 		PluginDir: filepath.Join(dir, "plugins"),
 		Config:    config,
@@ -137,13 +138,13 @@ func runHost(t *testing.T, dir, config string, ready func(string) bool) (string,
 			"--plugin.allow-any-unix-connect"},
 	})
 	defer h.Stop()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		text := h.Metrics()
 		if ready(text) {
 			return text, h.Logs
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not ready after 30s:\n%s", text)
+			t.Fatalf("not ready after 60s:\n%s", text)
 		}
 	}
 }

@@ -47,11 +47,12 @@ func startNode(t *testing.T, manifest string, stats map[string][]byte) *node {
 		Args:                 []string{"--path.rootfs=" + filepath.Join(dir, "node")},
 		Env:                  []string{"ERNIC_RUN_DIR="}, // the test's environment must not move the run directory
 		UnconfinedUnlessRoot: true,
+		Ready:                60 * time.Second,
 	})}
 	var body string
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(body, "ernic_instances "); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(body, "ernic_instances "); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no ionic series after 30 s; last scrape:\n%s", body)
+			t.Fatalf("no ionic series after 60 s; last scrape:\n%s", body)
 		}
 		body = n.host.Metrics()
 	}

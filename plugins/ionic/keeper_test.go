@@ -218,9 +218,14 @@ func TestConcurrentWriter(t *testing.T) {
 	c := sdktest.Client(t, p, sdktest.Options{Rootfs: root, Procfs: filepath.Join(root, "proc")})
 	last := map[string]float64{}
 	var torn float64
+	// At least 3 s and 50 collects of racing, and on until a collect has
+	// seen the writer's progress (a loaded machine may starve the writer
+	// for a while); 60 s more at most.
+	const writeCount = `ernic_stats_writes_total{ernic_id="7",role="manager"}`
 	deadline := time.Now().Add(3 * time.Second)
+	giveUp := deadline.Add(60 * time.Second)
 	collects := 0
-	for ; time.Now().Before(deadline) || collects < 50; collects++ {
+	for ; time.Now().Before(deadline) || collects < 50 || (last[writeCount] <= first && time.Now().Before(giveUp)); collects++ {
 		res := sdktest.Collect(t, c, 0)
 		if res.Status != nil || len(res.Errors) != 0 {
 			t.Fatalf("collect %d: status %v, errors %v", collects, res.Status, res.Errors)
@@ -247,7 +252,7 @@ func TestConcurrentWriter(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
-	got := last[`ernic_stats_writes_total{ernic_id="7",role="manager"}`]
+	got := last[writeCount]
 	if got <= first {
 		t.Errorf("after %d writes the write count is still %v: the collects did not follow the writer", writes.Load(), got)
 	}

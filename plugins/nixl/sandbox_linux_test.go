@@ -75,7 +75,11 @@ func TestSandboxed(t *testing.T) {
 		t.Fatalf("the agent did not map its ring: %v", err)
 	}
 
+	// Long enough that the idle agent is still there at the first scrape
+	// however slowly a loaded machine starts the host.
+	const staleAfter = 20 * time.Second
 	host := hosttest.Start(t, hosttest.Options{
+		Ready:     60 * time.Second,
 		Binary:    filepath.Join(root, "plexporter"),
 		PluginDir: plugins,
 		Config: fmt.Sprintf(`plugins:
@@ -84,12 +88,12 @@ func TestSandboxed(t *testing.T) {
       telemetry_dirs: [%q]
       drain_interval: 10ms
       rescan_interval: 100ms
-      stale_after: 1s
+      stale_after: %s
     manifest:
       user: nobody
       paths:
         read_write: [%q]
-`, telemetry, telemetry),
+`, telemetry, staleAfter, telemetry),
 		Args: []string{"--plugin.sandbox"},
 	})
 	scrape := func() map[string]float64 {
@@ -100,13 +104,16 @@ func TestSandboxed(t *testing.T) {
 		}
 		return samples(t, strings.NewReader(body), "hostname", "instance")
 	}
-	var got map[string]float64
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	var (
+		got     map[string]float64
+		started = time.Now()
+	)
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		if got = scrape(); got[`plexporter_plugin_up{plugin="nixl"}`] == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the plugin is not up after 30s: %v", got)
+			t.Fatalf("the plugin is not up after 60s: %v", got)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -120,8 +127,16 @@ func TestSandboxed(t *testing.T) {
 	if _, ok := got[`agent_tx_bytes_total{agent_name="roots"}`]; ok {
 		t.Error("a ring the plugin may not write was read")
 	}
-	time.Sleep(1500 * time.Millisecond) // past stale_after
-	got = scrape()
+	// The idle agent is expired stale_after after the plugin first saw
+	// it; waited for, not slept on.
+	for deadline := time.Now().Add(staleAfter + 60*time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if got = scrape(); got[`nixl_agents_expired_total{}`] >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle agent was not expired %s after the plugin started: %v", time.Since(started), got)
+		}
+	}
 	wantValues(t, got, map[string]float64{
 		`nixl_agents_expired_total{}`:             1,
 		`nixl_agents{}`:                           1,

@@ -105,10 +105,15 @@ func (d *fakeDevice) GetLogPage(ctx context.Context, lid uint8, nsid uint32, buf
 	return nil
 }
 
-// waitFor polls cond until it holds or the test times out.
+// waitDeadline bounds every wait of this package's tests for a condition.
+const waitDeadline = 60 * time.Second
+
+// waitFor polls cond until it holds. The deadline only matters when the
+// test fails: it is long enough for a loaded CI machine (work that takes
+// milliseconds quiet), never a budget the code must meet.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

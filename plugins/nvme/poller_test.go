@@ -29,7 +29,7 @@ func pollerGoroutines() int {
 
 func waitNoPollerGoroutines(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitDeadline)
 	for pollerGoroutines() != 0 {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
@@ -97,7 +97,7 @@ func TestCloseInterruptsBlockedRead(t *testing.T) {
 	go func() { p.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitDeadline):
 		t.Fatal("Close hangs on a read in flight")
 	}
 	waitNoPollerGoroutines(t)

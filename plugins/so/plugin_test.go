@@ -81,13 +81,12 @@ func TestStuckCollectEndsTheProcess(t *testing.T) {
 	res := sdktest.Collect(t, c, time.Second)
 	took := time.Since(start)
 	if res.Status != nil {
-		t.Fatalf("collect status %v: the plugin should answer before the host's deadline", res.Status)
+		t.Fatalf("collect status %v after %v: the plugin should answer before the host's deadline", res.Status, took)
 	}
-	if took > 990*time.Millisecond {
-		t.Errorf("collect took %v of its 1s", took)
-	}
-	if d := time.Until(time.Unix(0, libDeadline.Load())); d > 0 || d < -time.Second {
-		t.Errorf("library deadline %v from now, want ~0.9s after the start", d)
+	// The library's deadline is the collect's, less the reserve for
+	// sending: after the start, and before the start plus the 1s given.
+	if d := time.Unix(0, libDeadline.Load()).Sub(start); d <= 0 || d >= time.Second {
+		t.Errorf("library deadline %v after the start, want ~0.9s", d)
 	}
 	text := res.Text(t)
 	sdktest.Contains(t, text, `fake_value{device="sda"} 1`, `so_collection_errors_total{collector="fake"} 1`)
@@ -102,8 +101,8 @@ func TestStuckCollectEndsTheProcess(t *testing.T) {
 		if !strings.Contains(msg, "/fake/lib.so") {
 			t.Errorf("exit message %q does not name the library", msg)
 		}
-	case <-time.After(3 * stuckGrace):
-		t.Fatal("the process did not exit while the collect stayed stuck")
+	case <-time.After(waitDeadline):
+		t.Fatalf("the process did not exit in %s while the collect stayed stuck (stuckGrace %s)", waitDeadline, stuckGrace)
 	}
 	close(release)
 }
@@ -123,10 +122,23 @@ func TestStuckCollectThatReturnsKeepsTheProcess(t *testing.T) {
 	c := sdktest.Client(t, p, sdktest.Options{Config: map[string]any{"library": "/fake/lib.so"}})
 	sdktest.Collect(t, c, 200*time.Millisecond)
 	close(release) // returns within stuckGrace
-	time.Sleep(100 * time.Millisecond)
-	sdktest.Contains(t, sdktest.Collect(t, c, time.Second).Text(t), `fake_value{device="sda"} 2`)
-	time.Sleep(stuckGrace)
+	// Until the stuck call has returned, a collect answers at once with
+	// the overrun and calls nothing; then the library is called again.
+	for deadline := time.Now().Add(waitDeadline); ; time.Sleep(10 * time.Millisecond) {
+		text := sdktest.Collect(t, c, time.Second).Text(t)
+		if strings.Contains(text, `fake_value{device="sda"} 2`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the library was not called again in %s after the stuck call returned:\n%s", waitDeadline, text)
+		}
+	}
+	time.Sleep(stuckGrace) // past the grace: p.exit would have been called by now
 }
+
+// waitDeadline bounds every wait of this package's tests for a condition:
+// it only matters when the test fails.
+const waitDeadline = 60 * time.Second
 
 func TestWithoutLibrary(t *testing.T) {
 	res := sdktest.Run(t, newPlugin(), sdktest.Options{})

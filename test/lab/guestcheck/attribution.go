@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,7 +95,10 @@ func startRpingJob() (*rpingJob, error) {
 	if err := j.server.Start(); err != nil {
 		return nil, fmt.Errorf("rping server: %w", err)
 	}
-	time.Sleep(2 * time.Second) // the server's listen before the client connects
+	if err := waitRpingListen("7174"); err != nil { // the server's listen before the client connects
+		j.stop()
+		return nil, err
+	}
 	// No -C: ping until killed, so the queue pairs exist at every scrape.
 	j.client = inJob("-c", "-a", rxeAddr, "-p", "7174", "-S", "64")
 	if err := j.client.Start(); err != nil {
@@ -102,15 +106,43 @@ func startRpingJob() (*rpingJob, error) {
 		return nil, fmt.Errorf("rping client: %w", err)
 	}
 	// The connection (and its queue pairs) is up once rdma lists the
-	// client's; under TCG that takes seconds.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+	// client's; under TCG that takes seconds, on a loaded machine more.
+	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(time.Second) {
 		qps, err := rdmaQPs()
 		if err == nil && qps.count(j.pids(), rxeDevice, rxePort) >= 2 {
 			return j, nil
 		}
 		if time.Now().After(deadline) {
 			j.stop()
-			return nil, fmt.Errorf("rping's queue pairs not listed by rdma resource show qp after 30 s (%v)", err)
+			return nil, fmt.Errorf("rping's queue pairs not listed by rdma resource show qp after 120 s (%v)", err)
+		}
+	}
+}
+
+// rpingListenWait bounds the wait for an rping server to listen.
+const rpingListenWait = 120 * time.Second
+
+// waitRpingListen waits until an rping server listens on port: its RDMA
+// CM id is listed in state LISTEN (one line per id: "... state LISTEN ...
+// src-addr 10.0.0.1:7174 ..."). A client started before that fails to
+// connect; a fixed sleep was only a guess at how long TCG takes.
+func waitRpingListen(port string) error {
+	var (
+		out string
+		err error
+	)
+	for deadline := time.Now().Add(rpingListenWait); ; time.Sleep(500 * time.Millisecond) {
+		out, err = run("rdma", "resource", "show", "cm_id")
+		if err == nil {
+			for _, line := range strings.Split(out, "\n") {
+				f := strings.Fields(line)
+				if slices.Contains(f, "LISTEN") && slices.ContainsFunc(f, func(s string) bool { return strings.HasSuffix(s, ":"+port) }) {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("rping server not listening on port %s after %s: rdma resource show cm_id: %v: %.300q", port, rpingListenWait, err, out)
 		}
 	}
 }

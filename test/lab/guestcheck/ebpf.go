@@ -69,12 +69,29 @@ func checkEBPFAttach(l *lab) error {
 
 // checkEBPFDisk makes O_DIRECT reads and writes on the NVMe namespace (the
 // page cache would hide reads from the block layer) and expects the block
-// tracepoint programs to count every one.
+// tracepoint programs to count every one. A kernel does not always run an
+// attached program for a block completion (plugins/ebpf's disk test
+// measured about one in a thousand on a loaded 6.18 machine), so a round
+// that counts fewer is noted and repeated, up to diskRounds; each round is
+// judged on its own.
 func checkEBPFDisk(l *lab) error {
 	const block, reads, writes = 4096, 200, 50
+	const diskRounds = 5
+	var errs []error
+	for round := 1; round <= diskRounds; round++ {
+		if errs = ebpfDiskRound(l, block, reads, writes); len(errs) == 0 || round == diskRounds {
+			break
+		}
+		l.note("round %d of the O_DIRECT I/O counted short, repeated: %v", round, errors.Join(errs...))
+	}
+	return errors.Join(errs...)
+}
+
+// ebpfDiskRound is one round of checkEBPFDisk.
+func ebpfDiskRound(l *lab, block, reads, writes int) []error {
 	before, after, err := around(l, func() error { return directIO(block, reads, writes) })
 	if err != nil {
-		return err
+		return []error{err}
 	}
 	var errs []error
 	atLeast := func(family string, want float64) {
@@ -88,12 +105,12 @@ func checkEBPFDisk(l *lab) error {
 			l.note("%s grew by %v (want >= %v)", family, d, want)
 		}
 	}
-	atLeast("disk_reads_completed_total", reads)
-	atLeast("disk_read_bytes_total", reads*block)
-	atLeast("disk_read_latency_seconds", reads) // the histogram's count
-	atLeast("disk_writes_completed_total", writes)
-	atLeast("disk_write_bytes_total", writes*block)
-	return errors.Join(errs...)
+	atLeast("disk_reads_completed_total", float64(reads))
+	atLeast("disk_read_bytes_total", float64(reads*block))
+	atLeast("disk_read_latency_seconds", float64(reads)) // the histogram's count
+	atLeast("disk_writes_completed_total", float64(writes))
+	atLeast("disk_write_bytes_total", float64(writes*block))
+	return errs
 }
 
 func directIO(block, reads, writes int) error {

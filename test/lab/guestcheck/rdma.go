@@ -130,12 +130,14 @@ func checkRDMATraffic(l *lab) error {
 			go func() { done <- srv.Wait() }()
 			select {
 			case <-done:
-			case <-time.After(20 * time.Second):
+			case <-time.After(120 * time.Second): // TCG on a loaded machine
 				srv.Process.Kill()
 				<-done
 			}
 		}()
-		time.Sleep(time.Second) // the server's listen before the client connects
+		if err := waitRpingListen("7174"); err != nil { // the server's listen before the client connects
+			return err
+		}
 		_, err := run("rping", "-c", "-a", rxeAddr, "-C", fmt.Sprint(iterations))
 		return err
 	})

@@ -36,8 +36,9 @@ func checkRDMADeviceReadded(l *lab) error {
 	if _, err := run("rdma", "link", "add", rxeDevice, "type", "rxe", "netdev", rxeNetdev); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	// The new device's port comes up within moments; its files exist at once.
-	deadline := time.Now().Add(10 * time.Second)
+	// The new device's port comes up within moments (under TCG on a
+	// loaded machine, more); its files exist at once.
+	deadline := time.Now().Add(120 * time.Second)
 	for {
 		e, err = l.s.scrape()
 		if err != nil {
