@@ -480,8 +480,16 @@ func TestPanicAndExitMidStream(t *testing.T) {
 }
 
 func TestConcurrentScrapesShareOneCollect(t *testing.T) {
+	t.Parallel() // it mostly waits
 	// One duplicate per collect: the drop counter tells how many merges ran.
-	h := startHost(t, []string{"slow"}, "  slow: {config: {series: 1, duplicates: 1, sleep: 700ms}}\n")
+	// The first Collect lasts 30 s, however late a loaded machine starts
+	// the scrapers, which must all join it; the next one, once held is
+	// removed, answers at once.
+	held := filepath.Join(t.TempDir(), "hold")
+	if err := os.WriteFile(held, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startHost(t, []string{"slow"}, fmt.Sprintf("  slow: {config: {series: 1, duplicates: 1, sleep: 30s, sleep_while: %q}, timeout: 1m}\n", held))
 	const scrapers = 16
 	type seen struct{ collect, dropped float64 }
 	done := make(chan seen, scrapers)
@@ -496,6 +504,7 @@ func TestConcurrentScrapesShareOneCollect(t *testing.T) {
 			t.Errorf("a concurrent scrape saw collect #%v and %v drops, want all to share collect #1 and one merge", v.collect, v.dropped)
 		}
 	}
+	os.Remove(held)
 	_, mfs := h.scrape("")
 	if value(mfs, "chaos_collects_total", "plugin", "slow") != 2 || value(mfs, "plexporter_dropped_series_total", "plugin", "slow", "reason", "duplicate") != 2 {
 		t.Fatal("the next scrape must start a new collect and merge")
