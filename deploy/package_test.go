@@ -178,8 +178,8 @@ func defaultPluginDirs(t *testing.T, host string) []string {
 	select {
 	case dirs := <-found:
 		return dirs
-	case <-time.After(20 * time.Second):
-		t.Fatal("the packaged host logged no plugin_dirs within 20 s")
+	case <-time.After(time.Minute): // generous: a loaded machine starts slowly
+		t.Fatal("the packaged host logged no plugin_dirs within a minute")
 	}
 	return nil
 }

@@ -282,7 +282,7 @@ func startPod(t *testing.T, spec podSpec) *pod {
 		cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(minWait):
 			cmd.Process.Kill()
 			<-done
 		}
@@ -307,7 +307,7 @@ func startPod(t *testing.T, spec podSpec) *pod {
 		}
 	}
 	io.WriteString(start, "go\n")
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(minWait)
 	for {
 		resp, err := http.Get(p.url + "/ready")
 		if err == nil {
@@ -322,7 +322,7 @@ func startPod(t *testing.T, spec podSpec) *pod {
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the pod's host is not ready after 20s:\n%s", p.logs.String())
+			t.Fatalf("the pod's host is not ready after %v:\n%s", minWait, p.logs.String())
 		}
 	}
 }

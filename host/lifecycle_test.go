@@ -45,8 +45,8 @@ func (h *host) stop() string {
 		if err != nil {
 			h.t.Errorf("host exited with %v after SIGTERM", err)
 		}
-	case <-time.After(15 * time.Second):
-		h.t.Fatal("host did not exit within 15 s of SIGTERM")
+	case <-time.After(minWait):
+		h.t.Fatalf("host did not exit within %v of SIGTERM", minWait)
 	}
 	return h.logs.String()
 }

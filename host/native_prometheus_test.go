@@ -50,30 +50,32 @@ func TestRealPrometheusNativeHistogram(t *testing.T) {
 	// The distribution's median is exactly 1 s and its 20th percentile
 	// exactly 0.5 s (bucket boundaries); rate() needs two scrapes in the
 	// window, so wait for the answer.
-	quantile := func(q string) float64 {
-		v, err := strconv.ParseFloat(query(t, promURL, `histogram_quantile(`+q+`, rate(native_latency_seconds[1m]))`, "")[""], 64)
+	quantile := func(at, q string) float64 {
+		v, err := strconv.ParseFloat(queryAt(t, promURL, at, `histogram_quantile(`+q+`, rate(native_latency_seconds[1m]))`, "")[""], 64)
 		if err != nil {
 			return math.NaN()
 		}
 		return v
 	}
 	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
-	h.waitFor(30*time.Second, "a quantile over the native series", func() bool { return !math.IsNaN(quantile("0.5")) })
-	if got := quantile("0.5"); !near(got, 1) {
+	h.waitFor(30*time.Second, "a quantile over the native series", func() bool { return !math.IsNaN(quantile("", "0.5")) })
+	// Every number below at one instant whose scrapes are all ingested.
+	at := settledInstant(t, h, promURL)
+	if got := quantile(at, "0.5"); !near(got, 1) {
 		t.Errorf("histogram_quantile(0.5) over the native histogram = %v, want 1", got)
 	}
-	if got := quantile("0.2"); !near(got, 0.5) {
+	if got := quantile(at, "0.2"); !near(got, 0.5) {
 		t.Errorf("histogram_quantile(0.2) over the native histogram = %v, want 0.5", got)
 	}
-	// The rate's sum over its count (one query, one evaluation time) is the
-	// distribution's mean: 100 observations per collect summing to 105 s.
-	mean, _ := strconv.ParseFloat(query(t, promURL, `histogram_sum(rate(native_latency_seconds[1m])) / histogram_count(rate(native_latency_seconds[1m]))`, "")[""], 64)
+	// The rate's sum over its count is the distribution's mean: 100
+	// observations per collect summing to 105 s.
+	mean, _ := strconv.ParseFloat(queryAt(t, promURL, at, `histogram_sum(rate(native_latency_seconds[1m])) / histogram_count(rate(native_latency_seconds[1m]))`, "")[""], 64)
 	if !near(mean, 1.05) {
 		t.Errorf("mean of the native histogram's rate = %v, want 1.05 s", mean)
 	}
 	// Prometheus took the native histogram, not the classic buckets beside
 	// it (2.42 ingests one or the other).
-	if n := query(t, promURL, `count(native_latency_seconds_bucket)`, ""); len(n) != 0 {
+	if n := queryAt(t, promURL, at, `count(native_latency_seconds_bucket)`, ""); len(n) != 0 {
 		t.Errorf("classic bucket series in Prometheus: %v, want none once the native histogram is scraped", n)
 	}
 }

@@ -62,11 +62,25 @@ scrape_configs:
 	return "http://" + addr
 }
 
-// query runs an instant query and returns the result vector's values by
-// the given label.
+// query runs an instant query at the current time and returns the result
+// vector's values by the given label: what a test polls while it waits for
+// Prometheus to have something. Numbers a test compares are read with
+// queryAt at one settled instant instead.
 func query(t *testing.T, promURL, q, label string) map[string]string {
 	t.Helper()
-	resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(q))
+	return queryAt(t, promURL, "", q, label)
+}
+
+// queryAt runs an instant query evaluated at the instant at (Prometheus's
+// time parameter: Unix seconds; "" is now) and returns the result vector's
+// values by the given label.
+func queryAt(t *testing.T, promURL, at, q, label string) map[string]string {
+	t.Helper()
+	u := promURL + "/api/v1/query?query=" + url.QueryEscape(q)
+	if at != "" {
+		u += "&time=" + url.QueryEscape(at)
+	}
+	resp, err := http.Get(u)
 	if err != nil {
 		return nil
 	}
@@ -88,6 +102,26 @@ func query(t *testing.T, promURL, q, label string) map[string]string {
 		out[r.Metric[label]] = fmt.Sprint(r.Value[1])
 	}
 	return out
+}
+
+// settledInstant returns the instant (Unix seconds, as the query API
+// takes it) at which the test evaluates every number it compares: that of
+// the last scrape of job plexporter that Prometheus has ingested. A
+// scrape's samples carry its start time but are appended when it ends, so
+// "now" or a moment just past may still lack a scrape under way, and two
+// queries at different moments may count different scrapes ("13 of 12
+// scrapes up"). Prometheus scrapes a target one scrape after the other,
+// appending its samples and up together, so every scrape up to the last
+// one ingested is in: at that instant the answers are final.
+func settledInstant(t *testing.T, h *host, promURL string) string {
+	t.Helper()
+	var at string
+	h.waitFor(minWait, "a scrape of plexporter ingested by Prometheus", func() bool {
+		at = query(t, promURL, `timestamp(up{job="plexporter"})`, "job")["plexporter"]
+		return at != ""
+	})
+	t.Logf("evaluating at %s", at)
+	return at
 }
 
 // Prometheus 2.42 negotiates OpenMetrics by default and the protobuf format
@@ -115,19 +149,20 @@ func realPrometheusScrape(t *testing.T, promFlags []string) {
 		got := query(t, promURL, `chaos_value`, "plugin")
 		return len(got) == 2
 	})
-	if n := query(t, promURL, `count(chaos_value{plugin="alpha"})`, "")[""]; n != "3" {
+	at := settledInstant(t, h, promURL)
+	if n := queryAt(t, promURL, at, `count(chaos_value{plugin="alpha"})`, "")[""]; n != "3" {
 		t.Errorf("alpha series in Prometheus = %q, want 3", n)
 	}
-	if v := query(t, promURL, `chaos_value_seconds_count{plugin="alpha"}`, "plugin")["alpha"]; v != "11" {
+	if v := queryAt(t, promURL, at, `chaos_value_seconds_count{plugin="alpha"}`, "plugin")["alpha"]; v != "11" {
 		t.Errorf("histogram count in Prometheus = %q, want 11", v)
 	}
-	if n := query(t, promURL, `count(chaos_value_seconds_bucket{plugin="alpha"})`, "")[""]; n != "11" {
+	if n := queryAt(t, promURL, at, `count(chaos_value_seconds_bucket{plugin="alpha"})`, "")[""]; n != "11" {
 		t.Errorf("histogram bucket series in Prometheus = %q, want 11 (10 bounds and +Inf, once)", n)
 	}
-	if v := query(t, promURL, `plexporter_dropped_series_total{plugin="beta",reason="duplicate"} > 0`, "plugin")["beta"]; v == "" {
+	if v := queryAt(t, promURL, at, `plexporter_dropped_series_total{plugin="beta",reason="duplicate"} > 0`, "plugin")["beta"]; v == "" {
 		t.Error("the guard's drop counter did not reach Prometheus")
 	}
-	if v := query(t, promURL, `scrape_samples_scraped{job="plexporter"}`, "job")["plexporter"]; v == "" || v == "0" {
+	if v := queryAt(t, promURL, at, `scrape_samples_scraped{job="plexporter"}`, "job")["plexporter"]; v == "" || v == "0" {
 		t.Errorf("scrape_samples_scraped = %q", v)
 	}
 }

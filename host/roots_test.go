@@ -246,7 +246,7 @@ func TestDeniedSourcesAreCollectErrors(t *testing.T) {
 				logged := func() bool {
 					return len(linesWith(h.logs.String(), "partial error", "plugin="+d.plugin, "collector="+d.collector, "permission denied")) > 0
 				}
-				for deadline := time.Now().Add(5 * time.Second); !logged() && time.Now().Before(deadline); {
+				for deadline := time.Now().Add(minWait); !logged() && time.Now().Before(deadline); {
 					time.Sleep(50 * time.Millisecond)
 				}
 				if !logged() {

@@ -82,7 +82,7 @@ func TestSocketDirectoriesLiveInTheRuntimeDirectory(t *testing.T) {
 	go func() { done <- next.cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(minWait):
 		t.Fatal("the host did not stop")
 	}
 	if dirs := instanceDirs(t, runtimeDir); len(dirs) != 0 {

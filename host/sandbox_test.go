@@ -97,8 +97,15 @@ env: [PROBE_ALLOWED]
 }
 
 func (st *sandboxTree) probeConfig(hog int) string {
-	return fmt.Sprintf(`{config: {read_granted: %q, read_outside: %q, write_read_only: %q, bind_port: 81, setuid_bin: %q, env_names: [PROBE_ALLOWED, PROBE_SECRET], hog_mib: %d}}`,
-		filepath.Join(st.data, "granted.txt"), filepath.Join(st.data, "secret.txt"), filepath.Join(st.data, "ro.txt"), filepath.Join(st.bin, "suid-probe"), hog)
+	// A hog's Collect allocates and touches hog MiB: well under a second on
+	// a quiet machine, many seconds on a loaded one. It gets a minute, not
+	// the default 5 s timeout, so that only the sandbox's limit can fail it.
+	timeout := ""
+	if hog > 0 {
+		timeout = ", timeout: 60s"
+	}
+	return fmt.Sprintf(`{config: {read_granted: %q, read_outside: %q, write_read_only: %q, bind_port: 81, setuid_bin: %q, env_names: [PROBE_ALLOWED, PROBE_SECRET], hog_mib: %d}%s}`,
+		filepath.Join(st.data, "granted.txt"), filepath.Join(st.data, "secret.txt"), filepath.Join(st.data, "ro.txt"), filepath.Join(st.bin, "suid-probe"), hog, timeout)
 }
 
 // startSandboxHost runs a host on the tree's plugin dir, sandbox on unless
@@ -467,10 +474,27 @@ func newOutside(t *testing.T, dir string) *outside {
 	return o
 }
 
-// arrived is what reached the listeners since the last call.
-func (o *outside) arrived() map[string]bool {
-	time.Sleep(300 * time.Millisecond)
+// arrived is what reached the listeners since the last call. The lines
+// are read asynchronously: it waits (up to a minute) for those in expect,
+// what the plugin says got through, then takes whatever else is there.
+func (o *outside) arrived(expect ...string) map[string]bool {
 	out := map[string]bool{}
+	missing := func() bool {
+		for _, e := range expect {
+			if !out[e] {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.After(time.Minute); missing(); {
+		select {
+		case m := <-o.got:
+			out[m] = true
+		case <-deadline:
+			return out
+		}
+	}
 	for {
 		select {
 		case m := <-o.got:
@@ -524,7 +548,13 @@ func TestSandboxDeniesNetwork(t *testing.T) {
 		if value(mfs, "plexporter_plugin_scrape_success", "plugin", plugin) != 1 {
 			t.Fatalf("%s did not collect", plugin)
 		}
-		return mfs, out.arrived()
+		var sent []string // what the probe says got through
+		for _, a := range actions {
+			if a != "net_host_metrics" && value(mfs, "probe_allowed", "action", a) == 1 {
+				sent = append(sent, plugin+" "+a)
+			}
+		}
+		return mfs, out.arrived(sent...)
 	}
 	check := func(plugin string, mfs map[string]*dto.MetricFamily, arrived map[string]bool, allowed ...string) {
 		t.Helper()

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -70,7 +71,12 @@ func TestSoakRealPrometheusUnderChaos(t *testing.T) {
 	h.waitFor(30*time.Second, "Prometheus's first successful scrape", func() bool {
 		return query(t, promURL, `up{job="plexporter"}`, "job")["plexporter"] == "1"
 	})
-	began := time.Now()
+	// The window the numbers are about begins after this scrape.
+	began := query(t, promURL, `timestamp(up{job="plexporter"})`, "job")["plexporter"]
+	beganAt, err := strconv.ParseFloat(began, 64)
+	if err != nil {
+		t.Fatalf("timestamp of Prometheus's first scrape: %q", began)
+	}
 
 	stop := make(chan struct{})
 	done := make(chan struct{}, 2)
@@ -98,7 +104,7 @@ func TestSoakRealPrometheusUnderChaos(t *testing.T) {
 		}
 	})
 	// The killer: SIGKILL the victim plugin every 10 s.
-	kills := 0
+	var kills atomic.Int64
 	go every(10*time.Second, func() {
 		b, err := os.ReadFile(victimPIDs)
 		if err != nil {
@@ -106,52 +112,66 @@ func TestSoakRealPrometheusUnderChaos(t *testing.T) {
 		}
 		pid, _ := strconv.Atoi(strings.Fields(string(b) + " 0")[0])
 		if pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
-			kills++
+			kills.Add(1)
 		}
 	})
+	// The soak lasts its duration and until the chaos and the scrapes it
+	// is about have happened: the test counts them, not its own clock (a
+	// loaded machine fires timers late, and Prometheus may skip ticks).
+	wantKills, wantScrapes := int64(soak/(10*time.Second))-1, int(soak.Seconds())*3/4
+	before, _ := strconv.Atoi(queryAt(t, promURL, began, `count_over_time(up{job="plexporter"}[1h])`, "job")["plexporter"])
+	scraped := func() int {
+		n, _ := strconv.Atoi(query(t, promURL, `count_over_time(up{job="plexporter"}[1h])`, "job")["plexporter"])
+		return n - before
+	}
 	time.Sleep(soak)
+	h.waitFor(3*soak, fmt.Sprintf("%d kills of the victim and %d scrapes by Prometheus", wantKills, wantScrapes), func() bool {
+		return kills.Load() >= wantKills && scraped() >= wantScrapes
+	})
 	close(stop)
 	<-done
 	<-done
-	// Let Prometheus finish its last scrape before asking about the window.
-	time.Sleep(2 * time.Second)
-	window := fmt.Sprintf("[%ds]", int(time.Since(began).Seconds()))
 
-	if kills < int(soak/(10*time.Second))-1 {
-		t.Errorf("the victim plugin was killed %d times in %v; the chaos did not happen", kills, soak)
+	// Every number below at one instant, that of the last scrape
+	// Prometheus has ingested (settledInstant), over the window since the
+	// first one.
+	at := settledInstant(t, h, promURL)
+	atSec, _ := strconv.ParseFloat(at, 64)
+	window := fmt.Sprintf("[%dms]", int64((atSec-beganAt)*1000))
+	q := func(expr, label string) map[string]string { return queryAt(t, promURL, at, expr, label) }
+
+	scrapes := q(`count_over_time(up{job="plexporter"}`+window+`)`, "job")["plexporter"]
+	if n, _ := strconv.Atoi(scrapes); n < wantScrapes {
+		t.Fatalf("Prometheus recorded %q scrapes in the soak's window %s, want at least %d", scrapes, window, wantScrapes)
 	}
-	scrapes := query(t, promURL, `count_over_time(up{job="plexporter"}`+window+`)`, "job")["plexporter"]
-	if n, _ := strconv.Atoi(scrapes); n < int(soak.Seconds())*3/4 {
-		t.Fatalf("Prometheus recorded %q scrapes in %v at a 1 s interval", scrapes, soak)
-	}
-	if v := query(t, promURL, `min_over_time(up{job="plexporter"}`+window+`)`, "job")["plexporter"]; v != "1" {
-		ok := query(t, promURL, `sum_over_time(up{job="plexporter"}`+window+`)`, "job")["plexporter"]
+	if v := q(`min_over_time(up{job="plexporter"}`+window+`)`, "job")["plexporter"]; v != "1" {
+		ok := q(`sum_over_time(up{job="plexporter"}`+window+`)`, "job")["plexporter"]
 		t.Errorf("up went to 0 during the soak: min(up) = %q, %s of %s scrapes succeeded", v, ok, scrapes)
 	}
 	// Healthy plugins answered every scrape: one sample per scrape for each
 	// of their series, no gaps.
 	for _, p := range append([]string{"healthy"}, shippedNames...) {
-		got := query(t, promURL, fmt.Sprintf(`count_over_time(plexporter_plugin_scrape_success{plugin=%q}%s)`, p, window), "plugin")[p]
+		got := q(fmt.Sprintf(`count_over_time(plexporter_plugin_scrape_success{plugin=%q}%s)`, p, window), "plugin")[p]
 		if got != scrapes {
 			t.Errorf("plugin %s: %s scrape_success samples over %s scrapes", p, got, scrapes)
 		}
-		if v := query(t, promURL, fmt.Sprintf(`min_over_time(plexporter_plugin_scrape_success{plugin=%q}%s)`, p, window), "plugin")[p]; v != "1" {
+		if v := q(fmt.Sprintf(`min_over_time(plexporter_plugin_scrape_success{plugin=%q}%s)`, p, window), "plugin")[p]; v != "1" {
 			t.Errorf("plugin %s: a scrape without its answer during the soak (min scrape_success %q)", p, v)
 		}
 	}
-	series := query(t, promURL, `count_over_time(chaos_value{plugin="healthy",i="199"}`+window+`)`, "plugin")["healthy"]
+	series := q(`count_over_time(chaos_value{plugin="healthy",i="199"}`+window+`)`, "plugin")["healthy"]
 	if series != scrapes {
 		t.Errorf("healthy plugin's series has %s samples over %s scrapes (gaps)", series, scrapes)
 	}
 	// The chaos happened as planned: the flood was capped, the hung plugin
 	// contributed nothing, the victim came back after each kill.
-	if v := query(t, promURL, `max_over_time(plexporter_plugin_series{plugin="flood"}`+window+`)`, "plugin")["flood"]; v == "" || v == "0" {
+	if v := q(`max_over_time(plexporter_plugin_series{plugin="flood"}`+window+`)`, "plugin")["flood"]; v == "" || v == "0" {
 		t.Errorf("flood plugin series = %q, want its capped share", v)
 	}
-	if v := query(t, promURL, `max_over_time(plexporter_plugin_scrape_success{plugin="hung"}`+window+`)`, "plugin")["hung"]; v != "0" {
+	if v := q(`max_over_time(plexporter_plugin_scrape_success{plugin="hung"}`+window+`)`, "plugin")["hung"]; v != "0" {
 		t.Errorf("hung plugin scrape_success max = %q, want 0", v)
 	}
-	if v := query(t, promURL, `plexporter_plugin_up{plugin="victim"}`, "plugin")["victim"]; v != "1" {
-		t.Errorf("victim plugin up = %q after the soak, want 1 (restarted after every kill)", v)
-	}
+	h.waitFor(minWait, "the victim plugin up after the soak (restarted after every kill)", func() bool {
+		return query(t, promURL, `plexporter_plugin_up{plugin="victim"}`, "plugin")["victim"] == "1"
+	})
 }

@@ -174,8 +174,10 @@ func TestDeadlineHonoured(t *testing.T) {
 	if status.Code(res.Status) != codes.DeadlineExceeded {
 		t.Fatalf("status = %v, want DeadlineExceeded", res.Status)
 	}
-	if time.Since(start) > 5*time.Second {
-		t.Fatal("collect ignored its deadline")
+	// The plugin would answer in a minute; half of it is a margin no load
+	// reaches for a 200 ms deadline.
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("collect ignored its deadline (took %v)", took)
 	}
 }
 
@@ -365,8 +367,8 @@ func TestCollectsDoNotOverlap(t *testing.T) {
 	if maxRunning.Load() != 1 {
 		t.Fatalf("%d collects ran at once", maxRunning.Load())
 	}
-	time.Sleep(50 * time.Millisecond)
-	if res := sdktest.Collect(t, c, time.Second); res.Status != nil {
+	// It waits for the released one to finish, however slow the machine.
+	if res := sdktest.Collect(t, c, 0); res.Status != nil {
 		t.Fatalf("collect after the hung one finished: %v", res.Status)
 	}
 }

@@ -174,11 +174,15 @@ func Substitute(expr string) string {
 // CheckAnswers runs every variable and panel query of the dashboard on
 // the Prometheus at promURL: each must succeed, a variable's must give a
 // value of its label, a panel's must not be empty.
+//
+// Every query is evaluated at one instant (Settled), so that a scrape
+// ingested between two queries cannot make their answers disagree.
 func CheckAnswers(t testing.TB, promURL, file string, d Dashboard) {
 	t.Helper()
+	at := Settled(t, promURL)
 	vqs, labels := VariableQueries(t, file, d)
 	for i, q := range vqs {
-		res, err := Instant(promURL, Substitute(q.Expr))
+		res, err := InstantAt(promURL, at, Substitute(q.Expr))
 		if err != nil {
 			t.Errorf("%s: %s: %v", q.Where, q.Expr, err)
 			continue
@@ -188,7 +192,7 @@ func CheckAnswers(t testing.TB, promURL, file string, d Dashboard) {
 		}
 	}
 	for _, q := range PanelQueries(t, file, d) {
-		res, err := Instant(promURL, Substitute(q.Expr))
+		res, err := InstantAt(promURL, at, Substitute(q.Expr))
 		switch {
 		case err != nil:
 			t.Errorf("%s: %s: %v", q.Where, q.Expr, err)
@@ -251,9 +255,16 @@ type Result struct {
 	Value  []any
 }
 
-// Instant runs an instant query; an error is Prometheus's (bad PromQL) or
-// no answer.
+// Instant runs an instant query at the current time; an error is
+// Prometheus's (bad PromQL) or no answer. It is for polling; numbers a test
+// compares are read with InstantAt at one Settled instant.
 func Instant(promURL, q string) ([]Result, error) {
+	return InstantAt(promURL, "", q)
+}
+
+// InstantAt runs an instant query evaluated at the instant at (the query
+// API's time parameter, Unix seconds; "" is now).
+func InstantAt(promURL, at, q string) ([]Result, error) {
 	var body struct {
 		Status, Error string
 		Data          struct {
@@ -261,7 +272,11 @@ func Instant(promURL, q string) ([]Result, error) {
 			Result     json.RawMessage
 		}
 	}
-	if err := GetJSON(promURL+"/api/v1/query?query="+url.QueryEscape(q), &body); err != nil {
+	u := promURL + "/api/v1/query?query=" + url.QueryEscape(q)
+	if at != "" {
+		u += "&time=" + url.QueryEscape(at)
+	}
+	if err := GetJSON(u, &body); err != nil {
 		return nil, err
 	}
 	if body.Status != "success" {
@@ -294,4 +309,26 @@ func GetJSON(u string, v any) error {
 		return fmt.Errorf("%s: %w: %s", u, err, b)
 	}
 	return nil
+}
+
+// Settled returns the instant (Unix seconds, as the query API takes it) at
+// which a test evaluates what it compares: that of the oldest of the last
+// scrapes Prometheus has ingested of each target. A scrape's samples carry
+// its start time but are appended when it ends, so "now" may still lack a
+// scrape under way; Prometheus scrapes each target one scrape after the
+// other, appending its samples and up together, so at this instant every
+// scrape of every target is in and the answers are final. It waits (at
+// least hosttest.MinWait) for a first scrape.
+func Settled(t testing.TB, promURL string) string {
+	t.Helper()
+	var at string
+	hosttest.WaitFor(t, hosttest.MinWait, "a scrape ingested by Prometheus", func() bool {
+		res, err := Instant(promURL, `min(timestamp(up))`)
+		if err != nil || len(res) != 1 || len(res[0].Value) != 2 {
+			return false
+		}
+		at, _ = res[0].Value[1].(string)
+		return at != ""
+	})
+	return at
 }

@@ -141,7 +141,8 @@ type Options struct {
 	// UnconfinedUnlessRoot passes --no-plugin.sandbox when the test does
 	// not run as root, where the host's default, the sandbox, cannot start.
 	UnconfinedUnlessRoot bool
-	// Ready is how long the host may take to answer /ready; 20 s if zero.
+	// Ready is how long the host may take to answer /ready; at least
+	// MinWait.
 	Ready time.Duration
 }
 
@@ -181,11 +182,7 @@ func Start(t testing.TB, o Options) *Host {
 			t.Logf("host log:\n%s", h.logs.String())
 		}
 	})
-	ready := o.Ready
-	if ready == 0 {
-		ready = 20 * time.Second
-	}
-	WaitFor(t, ready, "the host to answer /ready", func() bool {
+	WaitFor(t, o.Ready, "the host to answer /ready", func() bool {
 		status, _, err := h.Fetch("/ready")
 		return err == nil && status == http.StatusOK
 	})
@@ -309,9 +306,18 @@ func Value(mfs map[string]*dto.MetricFamily, family string, labels ...string) (f
 	return 0, false
 }
 
-// WaitFor polls ok every 50 ms until it holds, failing the test after d.
+// MinWait is the shortest deadline WaitFor gives a condition. A deadline
+// only matters when the test fails, and a machine loaded by other tests
+// can take many times longer than a quiet one for work that takes well
+// under a second: a shorter d is raised to this, so that no test fails for
+// the machine's speed (what it waits for still has to happen).
+const MinWait = 60 * time.Second
+
+// WaitFor polls ok every 50 ms until it holds, failing the test after d,
+// or after MinWait if d is shorter.
 func WaitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 	t.Helper()
+	d = max(d, MinWait)
 	for deadline := time.Now().Add(d); !ok(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)

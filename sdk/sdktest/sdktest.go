@@ -76,7 +76,8 @@ type Options struct {
 	// DeviceInclude and DeviceExclude are the host's --device.include and
 	// --device.exclude (sdk.Config.Devices).
 	DeviceInclude, DeviceExclude string
-	Timeout                      time.Duration // per Collect; default 10s
+	// Timeout is each Collect's deadline; DefaultTimeout if zero.
+	Timeout time.Duration
 	// MaxLabelValueLen is the host's --plugin.max-label-length, the
 	// longest label value the guard lets through; 0 means the host's
 	// default (4096 bytes).
@@ -294,6 +295,13 @@ func (r *Result) Undeclared(t testing.TB, prefix string) []string {
 	return out
 }
 
+// DefaultTimeout is a Collect's deadline unless the test gives one. It is
+// not the host's (5 s): a deadline only matters when the test fails, and a
+// machine loaded by other tests can take many times longer than a quiet
+// one for a Collect that takes well under a second. A test about deadlines
+// gives its own.
+const DefaultTimeout = time.Minute
+
 // Collect runs one Collect on a configured plugin and passes its batches
 // through the host's guard. It fails the test (t.Errorf, so the result
 // can still be inspected) for every drop, listed with its rule, family and
@@ -313,7 +321,7 @@ func Collect(t testing.TB, c pluginv1.PluginServiceClient, timeout time.Duration
 		timeout = opts.Timeout
 	}
 	if timeout == 0 {
-		timeout = 10 * time.Second
+		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

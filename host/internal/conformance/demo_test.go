@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/plexporter/plexporter/host/internal/sandbox"
 	"github.com/plexporter/plexporter/host/internal/supervise"
 	"github.com/plexporter/plexporter/internal/demo/demotree"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
@@ -36,11 +37,23 @@ func TestShippedPluginsConformWithData(t *testing.T) {
 	if err := buildPlugins(dir, []string{"demo"}, shipped...); err != nil {
 		t.Fatal(err)
 	}
+	// As root the shipped plugins run in their manifests' sandbox, which
+	// this test binary launches itself: built with cgo (go test's default
+	// where gcc is installed) it cannot (sandbox.CheckHost), and the
+	// plugins run unconfined instead, as TestShippedPluginsConform does;
+	// what this test is about, the rules that judge samples, holds either way.
+	mode := SandboxAuto
+	if os.Geteuid() == 0 {
+		if err := sandbox.CheckHost(); err != nil {
+			t.Logf("sandboxed runs skipped: %v", err)
+			mode = SandboxOff
+		}
+	}
 	dataRules := []string{"collect.guard", "collect.duplicates", "collect.catalogue", "allowlist.one", "allowlist.none", "metric-prefix"}
 	for _, p := range shipped {
 		t.Run(p, func(t *testing.T) {
 			binary := filepath.Join(dir, "plexporter-"+p)
-			rep := check(t, binary, config, SandboxAuto, func(s *supervise.Settings) {
+			rep := check(t, binary, config, mode, func(s *supervise.Settings) {
 				s.Paths = &pluginv1.Paths{Sysfs: tree.Sysfs, Procfs: tree.Procfs, Rootfs: "/"}
 			})
 			out := text(rep)

@@ -19,6 +19,10 @@ import (
 
 var handshakeBin string
 
+// startTimeout is generous: the refusals tested come from the handshake's
+// content, never from a start that a loaded machine made slow.
+const startTimeout = time.Minute
+
 func TestMain(m *testing.M) {
 	// This test binary is also the sandbox launcher of the tests that
 	// start a sandboxed command (command re-executes os.Executable()), as
@@ -121,7 +125,7 @@ func TestHostileHandshakeAddressIsNotDialled(t *testing.T) {
 			}
 			connections := accepts(t, l)
 			p := discover.Plugin{Name: "hostile", Path: handshakeBin, Target: handshakeBin}
-			proc, err := Start(p, Options{PassEnv: []string{"HANDSHAKE_NETWORK", "HANDSHAKE_ADDRESS", "HANDSHAKE_LINK_TO"}, StartTimeout: 5 * time.Second, SocketParent: parent}, slog.New(slog.DiscardHandler))
+			proc, err := Start(p, Options{PassEnv: []string{"HANDSHAKE_NETWORK", "HANDSHAKE_ADDRESS", "HANDSHAKE_LINK_TO"}, StartTimeout: startTimeout, SocketParent: parent}, slog.New(slog.DiscardHandler))
 			if err == nil {
 				// gRPC connects lazily: a first call makes it dial.
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -170,7 +174,7 @@ func TestOtherProtocolIsAProtocolError(t *testing.T) {
 			t.Setenv("HANDSHAKE_LISTEN", "1")
 			p := discover.Plugin{Name: "elder", Path: handshakeBin, Target: handshakeBin}
 			pass := []string{"HANDSHAKE_NETWORK", "HANDSHAKE_ADDRESS", "HANDSHAKE_LISTEN", "HANDSHAKE_CORE", "HANDSHAKE_APP", "HANDSHAKE_PROTOCOL"}
-			proc, err := Start(p, Options{PassEnv: pass, StartTimeout: 5 * time.Second, SocketParent: t.TempDir()}, slog.New(slog.DiscardHandler))
+			proc, err := Start(p, Options{PassEnv: pass, StartTimeout: startTimeout, SocketParent: t.TempDir()}, slog.New(slog.DiscardHandler))
 			if err == nil {
 				proc.Stop()
 				t.Fatal("the host started a plugin of another protocol")

@@ -116,7 +116,7 @@ func startSandboxedReader(t *testing.T, grants, reads []string) *sandboxedReader
 		go func() { done <- r.cmd.Wait() }()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			r.cmd.Process.Kill()
 			<-done
 		}

@@ -7,7 +7,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +32,7 @@ type config struct {
 	HugeLabels    bool     `json:"huge_labels"`     // a 1 MiB label value
 	Sleep         string   `json:"sleep"`           // sleep this long in Collect (honouring the deadline)
 	IgnoreCtx     bool     `json:"ignore_deadline"` // sleep without looking at the deadline
+	SleepWhile    string   `json:"sleep_while"`     // with sleep: end the sleep once this file is gone (a test's release, not a clock)
 	Panic         bool     `json:"panic"`           // panic in Collect
 	ExitMidStream bool     `json:"exit_mid_stream"` // exit the process after the first batch
 	SpawnChild    bool     `json:"spawn_child"`     // start a child that ignores SIGTERM
@@ -188,14 +191,21 @@ func (c *chaos) Collect(ctx context.Context, w *sdk.Writer) error {
 		if err != nil {
 			return err
 		}
+		var released <-chan struct{}
+		if c.cfg.SleepWhile != "" {
+			stop := make(chan struct{})
+			defer close(stop)
+			released = gone(c.cfg.SleepWhile, stop)
+		}
+		done := ctx.Done()
 		if c.cfg.IgnoreCtx {
-			time.Sleep(d)
-		} else {
-			select {
-			case <-time.After(d):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			done = nil
+		}
+		select {
+		case <-time.After(d):
+		case <-released:
+		case <-done:
+			return ctx.Err()
 		}
 	}
 	if c.cfg.Panic {
@@ -268,4 +278,24 @@ func (c *chaos) Close() error {
 func main() {
 	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "plexporter-")
 	sdk.Serve(&chaos{name: name})
+}
+
+// gone is closed once path no longer exists (polled: the file is a test's
+// release of a Collect it holds); polling ends with stop.
+func gone(path string, stop <-chan struct{}) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		for {
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				close(c)
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return c
 }
