@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -148,16 +147,13 @@ func (p *CollectorPlugin) Configure(_ context.Context, cfg Config) error {
 	if name == "" {
 		name = "<name>"
 	}
-	return fmt.Errorf("plugin config: unknown key %s: this plugin takes no settings; remove plugins.%s.config", strings.Join(quoteAll(keys), ", "), name)
+	what := "unknown key"
+	if len(keys) > 1 {
+		what = "unknown keys"
+	}
+	return fmt.Errorf("%s: %s: this plugin takes no settings; remove plugins.%s.config", strings.Join(keys, ", "), what, name)
 }
 
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = strconv.Quote(s)
-	}
-	return out
-}
 
 // Collect gathers the registry; a gather error is a partial failure, the
 // families that were gathered are still written.
