@@ -154,7 +154,6 @@ func (p *CollectorPlugin) Configure(_ context.Context, cfg Config) error {
 	return fmt.Errorf("%s: %s: this plugin takes no settings; remove plugins.%s.config", strings.Join(keys, ", "), what, name)
 }
 
-
 // Collect gathers the registry; a gather error is a partial failure, the
 // families that were gathered are still written.
 func (p *CollectorPlugin) Collect(_ context.Context, w *Writer) error {
