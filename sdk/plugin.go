@@ -95,7 +95,9 @@ type Plugin interface {
 	Configure(ctx context.Context, cfg Config) error
 	// Collect writes one scrape's samples. ctx carries the host's deadline.
 	// A returned error is reported as a partial failure: samples written
-	// before it are kept. Use w.Error for failures that should not stop the
+	// before it are kept. An error wrapped with Failed fails the whole
+	// collect instead (plexporter_plugin_scrape_success 0), the samples
+	// written before it still kept. Use w.Error for failures that should not stop the
 	// rest of the collect. w is valid until Collect returns: the next
 	// Collect reuses its memory, so no goroutine may keep writing to it.
 	Collect(ctx context.Context, w *Writer) error
@@ -209,6 +211,24 @@ func (c Config) Decode(v any) error {
 	}
 	return durationError(reflect.ValueOf(v), "")
 }
+
+// Failed marks an error Collect returns as the failure of the whole
+// collect, not of a part: the SDK sends what was written, then ends the
+// stream with a non-OK status (ABORTED, err's text), so the host keeps
+// those samples and sets plexporter_plugin_scrape_success to 0. Use it when
+// nothing the collect was for could be read (the device, the library, the
+// daemon is gone); a source among several that failed is Writer.Error.
+func Failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &failedError{err}
+}
+
+type failedError struct{ err error }
+
+func (e *failedError) Error() string { return e.err.Error() }
+func (e *failedError) Unwrap() error { return e.err }
 
 // decodeError says what encoding/json found wrong in the plugin's section
 // as the package documentation promises: beginning with the key
