@@ -20,10 +20,13 @@ const logLineLimit = 64 * 1024
 // string, so one line such as {"@message":1} from a plugin panics the
 // host's log reader goroutine and ends the whole exporter. Such values are
 // turned into their text; every other byte passes unchanged.
-func sanitizeLogs(r io.ReadCloser) io.ReadCloser {
+func sanitizeLogs(r io.ReadCloser, crash *crashNote) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		defer r.Close()
+		if crash != nil {
+			defer close(crash.done)
+		}
 		br := bufio.NewReaderSize(r, logLineLimit)
 		continuation := false
 		for {
@@ -36,6 +39,7 @@ func sanitizeLogs(r io.ReadCloser) io.ReadCloser {
 				return
 			}
 			if !isPrefix && !continuation {
+				crash.see(line)
 				line = sanitizeLogLine(line)
 			}
 			if _, err := pw.Write(line); err != nil {

@@ -31,7 +31,7 @@ func TestSanitizeLogLine(t *testing.T) {
 func TestSanitizeLogsStream(t *testing.T) {
 	long := strings.Repeat("x", 3*logLineLimit) + `{"@message":1}`
 	in := `{"@message":2,"@level":"warn"}` + "\n" + "plain\n" + long + "\n" + `{"@message":"ok"}`
-	out, err := io.ReadAll(sanitizeLogs(io.NopCloser(strings.NewReader(in))))
+	out, err := io.ReadAll(sanitizeLogs(io.NopCloser(strings.NewReader(in)), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
