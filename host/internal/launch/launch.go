@@ -154,15 +154,18 @@ func (p *Process) Exited() <-chan struct{} { return p.run.exited }
 // ExitError is the process's exit status once Exited is closed (nil for
 // 0): the signal that killed it by name, and for a crash the reason its
 // stderr gave (a Go panic's first line, the runtime's fatal signal), which
-// go-plugin would log at DEBUG only. It waits up to a second for the rest
-// of stderr.
+// go-plugin would log at DEBUG only. It waits a moment (stderrGrace) for
+// the rest of stderr: the runtime writes the reason first, long before it
+// exits, so it is normally read by then.
 func (p *Process) ExitError() error {
 	select {
 	case <-p.run.crash.done:
-	case <-time.After(time.Second):
+	case <-time.After(stderrGrace):
 	}
 	return exitError(p.run.exitErr, p.run.crash)
 }
+
+const stderrGrace = 100 * time.Millisecond
 
 // Stop ends a plugin the host no longer wants: go-plugin closes the
 // connection, the SDK calls the plugin's Close and exits, and after 2 s at
