@@ -4,6 +4,7 @@ package main
 // papercuts), on the built binary.
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -57,7 +58,10 @@ func TestPluginsShowsAnInstanceThatDiedInItsCollect(t *testing.T) {
 func TestMissingPluginDirIsAnError(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "plugins.typo")
 	for _, cmd := range [][]string{{"--web.listen-address=" + freePort(t)}, {"plugins"}, {"metrics"}} {
-		out, err := exec.Command(filepath.Join(binDir, "plexporter"), append([]string{"--plugin.dir=" + missing, "--no-plugin.sandbox"}, cmd...)...).CombinedOutput()
+		// Bounded: a host that does not refuse serves until killed.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, filepath.Join(binDir, "plexporter"), append([]string{"--plugin.dir=" + missing, "--no-plugin.sandbox"}, cmd...)...).CombinedOutput()
+		cancel()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "plugin directory "+missing+" does not exist") || !strings.Contains(string(out), "--plugin.allow-missing-dir") {
 			t.Errorf("%v with a missing --plugin.dir: %v; want exit 1 naming the directory and the flag:\n%s", cmd, err, out)
