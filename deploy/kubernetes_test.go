@@ -134,7 +134,7 @@ func TestKubernetesManifests(t *testing.T) {
 			if !ok {
 				t.Fatalf("no ConfigMap %s", name)
 			}
-			plugins := enabledPlugins(t, roleConfig{"ConfigMap " + name, cm.Data["plexporter.yml"]})
+			plugins := enabledPlugins(t, roleConfig{"ConfigMap " + name, strings.TrimPrefix(name, "plexporter-"), cm.Data["plexporter.yml"]})
 			checkDaemonSet(t, ds, cm, plugins)
 			labels := ds.Spec.Template.Labels
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,9 +12,10 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// roleConfig is a role's host config file: where it comes from and its text.
+// roleConfig is a role's host config file: where it comes from, the role
+// (deploy/roles/<role>) and its text.
 type roleConfig struct {
-	name, text string
+	name, role, text string
 }
 
 // roleConfigs are the role examples' config files and the ones in the
@@ -29,10 +31,10 @@ func roleConfigs(t *testing.T) []roleConfig {
 			t.Fatal(err)
 		}
 		rel, _ := filepath.Rel(root, f)
-		out = append(out, roleConfig{rel, string(b)})
+		out = append(out, roleConfig{rel, filepath.Base(filepath.Dir(f)), string(b)})
 	}
 	for _, cm := range configMaps(t) {
-		out = append(out, roleConfig{"ConfigMap " + cm.Name, cm.Data["plexporter.yml"]})
+		out = append(out, roleConfig{"ConfigMap " + cm.Name, strings.TrimPrefix(cm.Name, "plexporter-"), cm.Data["plexporter.yml"]})
 	}
 	if len(out) < 4 {
 		t.Fatalf("want the two roles' config files and ConfigMaps, found %d", len(out))
@@ -58,6 +60,44 @@ func enabledPlugins(t *testing.T, cfg roleConfig) []string {
 		}
 	}
 	return on
+}
+
+// documentedPlugins is the plugin set a role's README names in bold on
+// its first line of prose ("A GPU/RDMA training node: **rdma**, ...").
+func documentedPlugins(t *testing.T, role string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "roles", role, "README.md"))
+	if err != nil {
+		t.Fatalf("role %s has no README: %v", role, err)
+	}
+	var prose string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			prose = line
+			break
+		}
+	}
+	var names []string
+	for _, m := range regexp.MustCompile(`\*\*([a-z0-9_-]+)\*\*`).FindAllStringSubmatch(prose, -1) {
+		names = append(names, m[1])
+	}
+	if len(names) == 0 {
+		t.Fatalf("deploy/roles/%s/README.md names no plugin in bold on its first line: %q", role, prose)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestRoleConfigsEnableTheDocumentedPlugins: each role's config file and
+// ConfigMap leave on exactly the plugins its README documents, and every
+// other shipped plugin off (a plugin the role does not name, left on,
+// runs in every pod of the role).
+func TestRoleConfigsEnableTheDocumentedPlugins(t *testing.T) {
+	for _, cfg := range roleConfigs(t) {
+		if got, want := enabledPlugins(t, cfg), documentedPlugins(t, cfg.role); !slices.Equal(got, want) {
+			t.Errorf("%s leaves on %v; role %s documents %v", cfg.name, got, cfg.role, want)
+		}
+	}
 }
 
 // TestRoleConfigs runs the packaged host's `plugins` command with every
@@ -98,8 +138,8 @@ func TestRoleConfigs(t *testing.T) {
 				}
 			}
 			slices.Sort(running)
-			if want := enabledPlugins(t, cfg); !slices.Equal(running, want) {
-				t.Errorf("plugins listed: %v, want %v\n%s", running, want, out)
+			if want := documentedPlugins(t, cfg.role); !slices.Equal(running, want) {
+				t.Errorf("plugins running: %v, role %s documents %v\n%s", running, cfg.role, want, out)
 			}
 		})
 	}

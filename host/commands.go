@@ -7,8 +7,10 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
+	"github.com/plexporter/plexporter/host/internal/scrape"
 	"github.com/plexporter/plexporter/host/internal/supervise"
 	"github.com/plexporter/plexporter/internal/merge"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
@@ -48,6 +50,12 @@ func listPlugins(fl *fleet.Fleet, filter *metricfilter.Filter, maxLabelLen int, 
 			switch {
 			case c.Err != nil:
 				lastErr = "collect: " + c.Err.Error()
+				// The instance may have died in this collect: show what
+				// the supervisor makes of it, not the state from before.
+				if now := settledAfterFailure(sup); !now.Up() {
+					st.Status = now
+					lastErr = "died during its collect (" + c.Err.Error() + "): " + now.LastError
+				}
 			case len(c.Errors) > 0:
 				lastErr = partialErrors(c.Errors)
 			}
@@ -63,6 +71,24 @@ func listPlugins(fl *fleet.Fleet, filter *metricfilter.Filter, maxLabelLen int, 
 	tw.Flush()
 	return 0
 }
+
+// settledAfterFailure is the supervisor's status once it has noticed
+// whether a plugin whose collect failed is still alive: the exit of a
+// process that died in the collect is seen when it is reaped, a moment
+// after the broken stream. A plugin still running after diedWithin is
+// taken as alive (its collect failed, it did not die).
+func settledAfterFailure(sup *supervise.Supervisor) supervise.Status {
+	deadline := time.Now().Add(diedWithin)
+	for {
+		st := sup.Status()
+		if !st.Up() || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const diedWithin = 2 * time.Second
 
 // partialErrors sums up a Collect's partial errors for LAST ERROR: a
 // plugin that answers but whose sources are denied or broken read nothing,
@@ -95,20 +121,31 @@ func listMetrics(fl *fleet.Fleet, markdown bool) int {
 		fmt.Println("|---|---|---|---|---|")
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	row := func(plugin, name, typ string, labels []string, help string) {
+		if markdown {
+			fmt.Printf("| %s | `%s` | %s | %s | %s |\n", plugin, name, typ, strings.Join(labels, ","), strings.ReplaceAll(help, "|", `\|`))
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t{%s}\t%s\n", plugin, name, typ, strings.Join(labels, ","), help)
+		}
+	}
+	// The host's own families first, under its own name: they are on
+	// every /metrics, whichever plugins run.
+	for _, d := range scrape.Catalogue() {
+		row(hostCatalogueName, d.Name, d.Type.String(), d.Labels, d.Help)
+	}
 	for _, s := range fl.Supervisors() {
 		st := s.Status()
 		for _, m := range st.Info.GetMetrics() {
 			typ := strings.ToLower(strings.TrimPrefix(m.GetType().String(), "METRIC_TYPE_"))
-			labels := strings.Join(m.GetLabelNames(), ",")
-			if markdown {
-				fmt.Printf("| %s | `%s` | %s | %s | %s |\n", st.Name, m.GetName(), typ, labels, strings.ReplaceAll(m.GetHelp(), "|", `\|`))
-			} else {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t{%s}\t%s\n", st.Name, m.GetName(), typ, labels, m.GetHelp())
-			}
+			row(st.Name, m.GetName(), typ, m.GetLabelNames(), m.GetHelp())
 		}
 	}
 	tw.Flush()
 	return 0
 }
+
+// hostCatalogueName is the plugin column of the host's own families in
+// `plexporter metrics`.
+const hostCatalogueName = "(host)"
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

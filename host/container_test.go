@@ -218,7 +218,7 @@ func startPod(t *testing.T, spec podSpec) *pod {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	for _, d := range []string{"", "usr", "usr/bin", "usr/lib", "usr/lib/plexporter", "usr/lib/plexporter/plugins", "etc", "etc/plexporter",
+	for _, d := range []string{"", "usr", "usr/bin", "usr/lib", "usr/lib/plexporter", "usr/lib/plexporter/plugins", "etc", "etc/plexporter", "etc/plexporter/plugins.d",
 		"run", "run/plexporter", "host", "host/sys", "host/proc", "proc", "dev"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)

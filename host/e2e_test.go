@@ -759,7 +759,7 @@ func TestConfigErrorsAreClear(t *testing.T) {
 
 func TestBooleanEnvWords(t *testing.T) {
 	for _, v := range []string{"yes", "ON", "enable", "1", "No", "off", "DISABLE", "0"} {
-		cmd := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir=/nonexistent", "metrics")
+		cmd := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+t.TempDir(), "metrics")
 		cmd.Env = append(os.Environ(), "PLEXPORTER_WEB_SYSTEMD_SOCKET="+v)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("%s: %v\n%s", v, err, out)

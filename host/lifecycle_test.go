@@ -73,12 +73,12 @@ func TestRejectedConfigIsMisconfiguredNotACrashLoop(t *testing.T) {
 		t.Errorf("a misconfigured plugin was restarted %v times; it must wait for its settings to change", n)
 	}
 	logs := h.logs.String()
-	said := linesWith(logs, `unknown field \"seris\"`)
+	said := linesWith(logs, `seris: unknown key`)
 	if len(said) != 1 {
 		t.Fatalf("the plugin's message must be logged exactly once, got %d lines:\n%s", len(said), strings.Join(said, "\n"))
 	}
 	line := said[0]
-	for _, want := range []string{"level=ERROR", "plugin=typo", `err="plugin config: json: unknown field \"seris\""`, "file=" + h.cfgPath, "key=plugins.typo.config", "line=4"} {
+	for _, want := range []string{"level=ERROR", "plugin=typo", `err="seris: unknown key`, "file=" + h.cfgPath, "key=plugins.typo.config", "line=4"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("the misconfiguration line lacks %q:\n%s", want, line)
 		}
@@ -113,7 +113,7 @@ func TestSIGHUPWithRejectedSectionKeepsThePluginRunning(t *testing.T) {
 		return len(linesWith(h.logs.String(), `msg="rescanning plugins"`)) >= 2
 	})
 	time.Sleep(500 * time.Millisecond)
-	if n := len(linesWith(h.logs.String(), `unknown field \"seris\"`)); n != 1 {
+	if n := len(linesWith(h.logs.String(), `seris: unknown key`)); n != 1 {
 		t.Errorf("the rejection is logged %d times, want once", n)
 	}
 
@@ -149,7 +149,7 @@ func TestPluginsCommandShowsMisconfiguredAndStopsQuietly(t *testing.T) {
 			alpha = sc.Text()
 		}
 	}
-	if f := strings.Fields(typo); len(f) < 3 || f[2] != "misconfigured" || !strings.Contains(typo, `plugin config: json: unknown field "seris"`) || strings.Contains(typo, "rpc error") {
+	if f := strings.Fields(typo); len(f) < 3 || f[2] != "misconfigured" || !strings.Contains(typo, `seris: unknown key`) || strings.Contains(typo, "rpc error") {
 		t.Errorf("typo line: want STATE misconfigured and the plugin's own message, got %q\n%s", typo, out)
 	}
 	if f := strings.Fields(alpha); len(f) < 3 || f[2] != "running" {

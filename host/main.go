@@ -61,6 +61,7 @@ type flags struct {
 	allowRoot        bool
 	anyUnixConnect   bool
 	insecurePerms    bool
+	allowMissingDir  bool
 	runtimeDir       string
 	readyMinPlugins  int
 	deviceInclude    string
@@ -113,6 +114,7 @@ func run(args []string) int {
 
 	app.Flag("plugin.dir", "Plugin directory, repeatable; later directories win on name clashes. The env var takes a comma-separated list.").
 		Default("/usr/lib/plexporter/plugins", "/etc/plexporter/plugins.d").StringsVar(&f.pluginDirs)
+	app.Flag("plugin.allow-missing-dir", "Start (and rescan) even if a --plugin.dir does not exist, with a warning; by default a missing plugin directory is an error naming it, since a mistyped --plugin.dir would otherwise give a ready exporter with no plugin.").BoolVar(&f.allowMissingDir)
 	app.Flag("config.file", "Optional YAML file with per-plugin settings (enabled, timeout, metric_prefix, max_series, config, manifest overrides).").StringVar(&f.configFile)
 	app.Flag("scrape.timeout", "How long each plugin's Collect may take; a late plugin contributes nothing to that scrape.").Default("5s").SetValue((*durationFlag)(&f.scrapeTimeout))
 	app.Flag("plugin.start-timeout", "How long a plugin may take to start, handshake and accept its configuration.").Default("10s").SetValue((*durationFlag)(&f.startTimeout))
@@ -189,6 +191,7 @@ func run(args []string) int {
 		AllowRoot:           f.allowRoot,
 		AllowAnyUnixConnect: f.anyUnixConnect,
 		InsecurePermissions: f.insecurePerms,
+		AllowMissingDirs:    f.allowMissingDir,
 		Defaults:            defaults,
 	}
 	if cmd == checkCmd.FullCommand() {
@@ -304,7 +307,9 @@ func listen(tf *web.FlagConfig) ([]net.Listener, error) {
 }
 
 // warnUnmatched warns once about allowlist tokens that select no family of
-// any plugin's catalogue (usually a typo).
+// any plugin's catalogue (usually a typo), with each plugin's metric_prefix;
+// a plugin whose catalogue names its families only at run time is asked
+// for them with one Collect.
 func warnUnmatched(fl *fleet.Fleet, filter *metricfilter.Filter, log *slog.Logger) {
 	if filter.AllowAll() {
 		return
@@ -314,9 +319,29 @@ func warnUnmatched(fl *fleet.Fleet, filter *metricfilter.Filter, log *slog.Logge
 	}
 	names := []string{"plexporter_", "go_", "process_"}
 	for _, s := range fl.Supervisors() {
-		for _, m := range s.Status().Info.GetMetrics() {
-			names = append(names, m.GetName())
-			names = append(names, m.GetSelectedBy()...)
+		st, prefix := s.Status(), s.Settings().MetricPrefix
+		open := false
+		for _, m := range st.Info.GetMetrics() {
+			if strings.IndexAny(m.GetName(), "*?[") == 0 {
+				// A family named only at run time ("*": plexporter-so's
+				// library's): it would excuse every pattern, so the
+				// families the plugin sends stand in for it.
+				open = true
+				continue
+			}
+			names = append(names, prefix+m.GetName())
+			for _, event := range m.GetSelectedBy() {
+				names = append(names, prefix+event)
+			}
+		}
+		if open && st.Up() {
+			ctx, cancel := context.WithTimeout(context.Background(), s.Settings().Timeout)
+			c := s.Collect(ctx)
+			cancel()
+			res := merge.Merge([]merge.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: s.Settings().MaxSeries}}, merge.Options{Filter: filter})
+			for _, fam := range res.Families {
+				names = append(names, fam.Name)
+			}
 		}
 	}
 	for _, p := range filter.Unmatched(names) {

@@ -35,12 +35,12 @@ func TestVersionGoesToStdout(t *testing.T) {
 
 func TestBadDurationFlagShowsAGoodOne(t *testing.T) {
 	for _, args := range [][]string{{"--scrape.timeout=5"}, {"--plugin.start-timeout=soon"}} {
-		out, err := exec.Command(filepath.Join(binDir, "plexporter"), append(args, "--plugin.dir=/nonexistent", "metrics")...).CombinedOutput()
+		out, err := exec.Command(filepath.Join(binDir, "plexporter"), append(args, "--plugin.dir="+t.TempDir(), "metrics")...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "want a Go duration such as 500ms, 5s or 1m30s") {
 			t.Errorf("%v: %v\n%s", args, err, out)
 		}
 	}
-	cmd := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir=/nonexistent", "metrics")
+	cmd := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+t.TempDir(), "metrics")
 	cmd.Env = append(cmd.Environ(), "PLEXPORTER_SCRAPE_TIMEOUT=1m30s")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("a good duration from the environment: %v\n%s", err, out)
@@ -122,7 +122,7 @@ func TestNoPluginIsWarnedAndCanBeUnready(t *testing.T) {
 	missing := filepath.Join(empty, "missing")
 	addr := freePort(t)
 	var logs syncbuf.Buffer
-	cmd := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+empty, "--plugin.dir="+missing, "--no-plugin.sandbox", "--web.listen-address="+addr, "--web.ready-min-plugins=1")
+	cmd := exec.Command(filepath.Join(binDir, "plexporter"), "--plugin.dir="+empty, "--plugin.dir="+missing, "--plugin.allow-missing-dir", "--no-plugin.sandbox", "--web.listen-address="+addr, "--web.ready-min-plugins=1")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -148,15 +147,11 @@ func (p *CollectorPlugin) Configure(_ context.Context, cfg Config) error {
 	if name == "" {
 		name = "<name>"
 	}
-	return fmt.Errorf("plugin config: unknown key %s: this plugin takes no settings; remove plugins.%s.config", strings.Join(quoteAll(keys), ", "), name)
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = strconv.Quote(s)
+	what := "unknown key"
+	if len(keys) > 1 {
+		what = "unknown keys"
 	}
-	return out
+	return fmt.Errorf("%s: %s: this plugin takes no settings; remove plugins.%s.config", strings.Join(keys, ", "), what, name)
 }
 
 // Collect gathers the registry; a gather error is a partial failure, the

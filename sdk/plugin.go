@@ -68,8 +68,12 @@ package sdk
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -91,7 +95,9 @@ type Plugin interface {
 	Configure(ctx context.Context, cfg Config) error
 	// Collect writes one scrape's samples. ctx carries the host's deadline.
 	// A returned error is reported as a partial failure: samples written
-	// before it are kept. Use w.Error for failures that should not stop the
+	// before it are kept. An error wrapped with Failed fails the whole
+	// collect instead (plexporter_plugin_scrape_success 0), the samples
+	// written before it still kept. Use w.Error for failures that should not stop the
 	// rest of the collect. w is valid until Collect returns: the next
 	// Collect reuses its memory, so no goroutine may keep writing to it.
 	Collect(ctx context.Context, w *Writer) error
@@ -200,12 +206,118 @@ func (c Config) Decode(v any) error {
 	}
 	raw, err := c.raw.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("plugin config: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
 	dec := json.NewDecoder(bytesReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("plugin config: %w", err)
+		return decodeError(err, v)
 	}
 	return durationError(reflect.ValueOf(v), "")
+}
+
+// Failed marks an error Collect returns as the failure of the whole
+// collect, not of a part: the SDK sends what was written, then ends the
+// stream with a non-OK status (ABORTED, err's text), so the host keeps
+// those samples and sets plexporter_plugin_scrape_success to 0. Use it when
+// nothing the collect was for could be read (the device, the library, the
+// daemon is gone); a source among several that failed is Writer.Error.
+func Failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &failedError{err}
+}
+
+type failedError struct{ err error }
+
+func (e *failedError) Error() string { return e.err.Error() }
+func (e *failedError) Unwrap() error { return e.err }
+
+// decodeError says what encoding/json found wrong in the plugin's section
+// as the package documentation promises: beginning with the key
+// ("seris: unknown key ...", "interval: got a number, want a duration such
+// as 30s"), not with json's own wording.
+func decodeError(err error, v any) error {
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return fmt.Errorf("%s: got %s, want %s", typeErr.Field, jsonValueName(typeErr.Value), wantName(typeErr.Type))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		key, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		msg := key + ": unknown key"
+		if keys := structKeys(reflect.TypeOf(v)); len(keys) > 0 {
+			msg += " (the keys of this section are " + strings.Join(keys, ", ") + ")"
+		}
+		return errors.New(msg)
+	}
+	return fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// jsonValueName is the JSON kind json.UnmarshalTypeError names, in words.
+func jsonValueName(v string) string {
+	switch {
+	case v == "object":
+		return "a mapping"
+	case v == "array":
+		return "a list"
+	case v == "string":
+		return "a string"
+	case v == "bool":
+		return "a boolean"
+	case v == "number":
+		return "a number"
+	case strings.HasPrefix(v, "number "): // one out of the type's range
+		return strings.TrimPrefix(v, "number ")
+	}
+	return v
+}
+
+// wantName is what a Go type takes, in a config file's words.
+func wantName(t reflect.Type) string {
+	if t == durationType {
+		return "a duration such as 30s"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer of at least 0"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "a mapping"
+	case reflect.Pointer:
+		return wantName(t.Elem())
+	}
+	return t.String()
+}
+
+// structKeys are the json keys of the struct t points to, sorted.
+func structKeys(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Tag.Get("json") == "" {
+			keys = append(keys, structKeys(f.Type)...)
+			continue
+		}
+		if name, ok := jsonKey(f); ok && f.IsExported() {
+			keys = append(keys, name)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -3,6 +3,7 @@ package sdk
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -133,6 +134,7 @@ func (s *server) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 	}
 	w := s.writer(filter, prefix, stream.Send)
 	defer func() { s.spare = w }()
+	var failed *failedError
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -141,6 +143,10 @@ func (s *server) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 			}
 		}()
 		if err := s.plugin.Collect(ctx, w); err != nil {
+			if f := (*failedError)(nil); errors.As(err, &f) {
+				failed = f
+				return
+			}
 			w.Error("collect", err)
 		}
 	}()
@@ -149,6 +155,11 @@ func (s *server) Collect(_ *pluginv1.CollectRequest, stream pluginv1.PluginServi
 		return status.FromContextError(err).Err()
 	}
 	w.flush()
+	if w.sendErr == nil && failed != nil {
+		// Sent what it had, then fails: the host keeps the batches and
+		// counts the collect as failed (scrape_success 0).
+		return status.Error(codes.Aborted, failed.Error())
+	}
 	return w.sendErr
 }
 

@@ -209,10 +209,10 @@ func TestHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Info with the host's client certificate: %v", err)
 	}
-	// The example implements protocol 1.0 (no native histograms), which a
-	// 1.x host accepts.
-	if resp.GetApiVersion() != "1.0.0" || resp.GetName() != "pyexample" {
-		t.Errorf("Info = %v, want name pyexample, api_version 1.0.0", resp)
+	// The example implements the current protocol (its plugin_pb2 is
+	// generated from it; it sends no native histograms, which are optional).
+	if resp.GetApiVersion() != transport.APIVersion || resp.GetName() != "pyexample" {
+		t.Errorf("Info = %v, want name pyexample, api_version %s", resp, transport.APIVersion)
 	}
 	var families []string
 	for _, m := range resp.GetMetrics() {

@@ -23,6 +23,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/plexporter/plexporter/internal/hosttest"
+	"github.com/plexporter/plexporter/sdk/transport"
 )
 
 // python is the interpreter of the plugin's #! line.
@@ -154,8 +155,8 @@ func expectHealthy(t *testing.T, mfs map[string]*dto.MetricFamily) {
 			t.Errorf(`%s{plugin="pyexample"} = %v, want %v`, family, got, want)
 		}
 	}
-	if got := value(mfs, "plexporter_plugin_info", "plugin", "pyexample", "version", "0.1.0", "api_version", "1.0.0"); got != 1 {
-		t.Errorf("plexporter_plugin_info for version 0.1.0, api_version 1.0.0 = %v, want 1 (series: %v)", got, mfs["plexporter_plugin_info"].GetMetric())
+	if got := value(mfs, "plexporter_plugin_info", "plugin", "pyexample", "version", "0.1.0", "api_version", transport.APIVersion); got != 1 {
+		t.Errorf("plexporter_plugin_info for version 0.1.0, api_version %s = %v, want 1 (series: %v)", transport.APIVersion, got, mfs["plexporter_plugin_info"].GetMetric())
 	}
 	for _, m := range mfs["plexporter_dropped_series_total"].GetMetric() {
 		if m.GetCounter().GetValue() != 0 {

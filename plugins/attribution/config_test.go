@@ -12,15 +12,15 @@ import (
 // names its key and says what is wrong.
 func TestConfigureErrors(t *testing.T) {
 	sdktest.Refuses(t, newPlugin, sdk.Paths{}, []sdktest.Refusal{
-		{Raw: map[string]any{"pod_resource_socket": "/x"}, Key: `"pod_resource_socket"`, Detail: "unknown field"},
+		{Raw: map[string]any{"pod_resource_socket": "/x"}, Key: "pod_resource_socket", Detail: "unknown key"},
 		{Raw: map[string]any{"pod_resources_socket": "kubelet.sock"}, Key: "pod_resources_socket: ", Detail: "not an absolute path"},
-		{Raw: map[string]any{"pod_resources_socket": 7}, Key: "pod_resources_socket", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"pod_resources_socket": 7}, Key: "pod_resources_socket", Detail: ": got "},
 		{Raw: map[string]any{"cache_ttl": "100ms"}, Key: "cache_ttl: ", Detail: "below the minimum of 1s"},
 		{Raw: map[string]any{"cache_ttl": "soon"}, Key: "cache_ttl: ", Detail: "invalid duration"},
 		{Raw: map[string]any{"call_timeout": "0s"}, Key: "call_timeout: ", Detail: "must be positive"},
 		{Raw: map[string]any{"call_timeout": "30s"}, Key: "call_timeout: ", Detail: "longer than cache_ttl"},
 		{Raw: map[string]any{"job_mapping_dir": "job-mapping"}, Key: "job_mapping_dir: ", Detail: "not an absolute path"},
-		{Raw: map[string]any{"cgroup_jobs": "yes"}, Key: "cgroup_jobs", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"cgroup_jobs": "yes"}, Key: "cgroup_jobs", Detail: ": got "},
 		{Raw: map[string]any{"cgroup_jobs_max_pids": 0}, Key: "cgroup_jobs_max_pids: ", Detail: "not a positive number"},
 		{Raw: map[string]any{"cgroup_jobs_max_series": -1}, Key: "cgroup_jobs_max_series: ", Detail: "not a positive number"},
 		{Raw: map[string]any{"rdma_qp_owners_max_series": 0}, Key: "rdma_qp_owners_max_series: ", Detail: "not a positive number"},

@@ -33,11 +33,11 @@ func TestConfigRefusals(t *testing.T) {
 		{Raw: map[string]any{"nfs_volume_id_regex": "(["}, Key: "nfs_volume_id_regex", Detail: "missing closing ]"},
 		{Raw: map[string]any{"tcp_rtt_buckets": []any{-0.001}}, Key: "tcp_rtt_buckets[0]", Detail: "not positive"},
 		{Raw: map[string]any{"nfs_ports": []any{0.0}}, Key: "nfs_ports[0]", Detail: "not a port"},
-		{Raw: map[string]any{"object_store_ports": []any{70000.0}}, Key: "object_store_ports", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"object_store_ports": []any{70000.0}}, Key: "object_store_ports", Detail: ": got "},
 		{Raw: map[string]any{"object_store_endpoints": []any{"bad name!"}}, Key: "object_store_endpoints[0]", Detail: "neither an IP address nor a host name"},
 		{Raw: map[string]any{"refresh_interval": "100ms"}, Key: "refresh_interval", Detail: "below the minimum"},
 		{Raw: map[string]any{"max_destinations": 0.0}, Key: "max_destinations", Detail: "not between"},
-		{Raw: map[string]any{"no_such_key": true}, Key: "no_such_key", Detail: "unknown field"},
+		{Raw: map[string]any{"no_such_key": true}, Key: "no_such_key", Detail: "unknown key"},
 	})
 }
 

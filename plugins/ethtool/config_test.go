@@ -18,8 +18,8 @@ func TestConfigureErrors(t *testing.T) {
 		{Raw: map[string]any{"driver_stat_include": "(?P<"}, Key: "driver_stat_include: ", Detail: "invalid"},
 		{Raw: map[string]any{"max_driver_stats_per_netdev": -1}, Key: "max_driver_stats_per_netdev: ", Detail: "must be positive, got -1"},
 		{Raw: map[string]any{"max_driver_stats_per_netdev": 0}, Key: "max_driver_stats_per_netdev: ", Detail: "must be positive, got 0"},
-		{Raw: map[string]any{"typo_key": true}, Key: `"typo_key"`, Detail: "unknown field"},
-		{Raw: map[string]any{"rdma": "yes"}, Key: "rdma", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"typo_key": true}, Key: "typo_key", Detail: "unknown key"},
+		{Raw: map[string]any{"rdma": "yes"}, Key: "rdma", Detail: ": got "},
 	})
 }
 

@@ -67,7 +67,7 @@ func TestConfigureRejects(t *testing.T) {
 		{Raw: map[string]any{"env_file": "rocm-ernic.env"}, Key: "env_file", Detail: "not an absolute path"},
 		{Raw: map[string]any{"env_file": unreadable}, Key: "env_file", Detail: "is a directory"},
 		{Raw: map[string]any{"run_dir": 3}, Key: "run_dir", Detail: "string"},
-		{Raw: map[string]any{"rundir": "/run/rocm-ernic"}, Key: "rundir", Detail: "unknown field"},
+		{Raw: map[string]any{"rundir": "/run/rocm-ernic"}, Key: "rundir", Detail: "unknown key"},
 	})
 }
 

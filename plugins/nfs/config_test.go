@@ -62,8 +62,8 @@ func TestConfigureRejects(t *testing.T) {
 		{Raw: map[string]any{"server_port": 70000}, Key: "server_port", Detail: "70000 is not a port"},
 		{Raw: map[string]any{"operations": []any{""}}, Key: "operations[0]", Detail: "empty operation name"},
 		{Raw: map[string]any{"operations": []any{"read", " "}}, Key: "operations[1]", Detail: "empty operation name"},
-		{Raw: map[string]any{"unknown_key": 1}, Key: "unknown_key", Detail: "unknown field"},
-		{Raw: map[string]any{"operations": "read"}, Key: "operations", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"unknown_key": 1}, Key: "unknown_key", Detail: "unknown key"},
+		{Raw: map[string]any{"operations": "read"}, Key: "operations", Detail: ": got "},
 	})
 	if err := sdktest.Configure(t, newPlugin(), map[string]any{"server_port": 0}, sdk.Paths{}); err == nil ||
 		!strings.HasPrefix(err.Error(), "server_port: ") {

@@ -78,7 +78,7 @@ func TestConfigureRejects(t *testing.T) {
 		{Raw: map[string]any{"telemetry_dirs": []any{}}, Key: "telemetry_dirs", Detail: "empty"},
 		{Raw: map[string]any{"telemetry_dirs": []any{"/a", ""}}, Key: "telemetry_dirs[1]", Detail: "empty path"},
 		{Raw: map[string]any{"telemetry_dirs": []any{"nixl"}}, Key: "telemetry_dirs[0]", Detail: `"nixl" is not an absolute path`},
-		{Raw: map[string]any{"telemetry_dirs": "/a"}, Key: "telemetry_dirs", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"telemetry_dirs": "/a"}, Key: "telemetry_dirs", Detail: ": got "},
 		{Raw: map[string]any{"drain_interval": "1ms"}, Key: "drain_interval", Detail: "1ms is below the minimum of 10ms"},
 		{Raw: map[string]any{"drain_interval": "1m"}, Key: "drain_interval", Detail: "1m0s is above the maximum of 10s"},
 		{Raw: map[string]any{"drain_interval": "soon"}, Key: "drain_interval", Detail: "invalid duration"},
@@ -86,7 +86,7 @@ func TestConfigureRejects(t *testing.T) {
 		{Raw: map[string]any{"rescan_interval": "50ms"}, Key: "rescan_interval", Detail: "50ms is below the minimum of 100ms"},
 		{Raw: map[string]any{"stale_after": "500ms"}, Key: "stale_after", Detail: "500ms is below the minimum of 1s"},
 		{Raw: map[string]any{"hostname": "a\nb"}, Key: "hostname", Detail: "contains a NUL or newline"},
-		{Raw: map[string]any{"liveness_check": "yes"}, Key: "liveness_check", Detail: "cannot unmarshal"},
-		{Raw: map[string]any{"buffer_size": 4096}, Key: "buffer_size", Detail: "unknown field"},
+		{Raw: map[string]any{"liveness_check": "yes"}, Key: "liveness_check", Detail: ": got "},
+		{Raw: map[string]any{"buffer_size": 4096}, Key: "buffer_size", Detail: "unknown key"},
 	})
 }

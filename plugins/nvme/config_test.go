@@ -30,13 +30,13 @@ func configure(t *testing.T, raw map[string]any) (*plugin, error) {
 // names its key and says what is wrong.
 func TestConfigureErrors(t *testing.T) {
 	sdktest.Refuses(t, func() *plugin { return quietPlugin(t) }, sdk.Paths{Sysfs: t.TempDir()}, []sdktest.Refusal{
-		{Raw: map[string]any{"smart_intervall": "5m"}, Key: `"smart_intervall"`, Detail: "unknown field"},
+		{Raw: map[string]any{"smart_intervall": "5m"}, Key: "smart_intervall", Detail: "unknown key"},
 		{Raw: map[string]any{"smart_interval": "1s"}, Key: "smart_interval: ", Detail: "below the minimum"},
 		{Raw: map[string]any{"smart_interval": "soon"}, Key: "smart_interval: ", Detail: "invalid duration"},
 		{Raw: map[string]any{"smart_interval": true}, Key: "smart_interval: ", Detail: "neither a duration string"},
 		{Raw: map[string]any{"smart_interval": -600}, Key: "smart_interval: ", Detail: "below the minimum"},
 		{Raw: map[string]any{"dev_dir": ""}, Key: "dev_dir: ", Detail: "empty"},
-		{Raw: map[string]any{"smart": "yes"}, Key: "smart", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"smart": "yes"}, Key: "smart", Detail: ": got "},
 	})
 }
 

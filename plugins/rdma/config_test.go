@@ -12,10 +12,10 @@ import (
 func TestConfigureErrors(t *testing.T) {
 	sdktest.Refuses(t, newPlugin, sdk.Paths{}, []sdktest.Refusal{
 		{Raw: map[string]any{"exclude_devices": []any{"mlx5_0", ""}}, Key: "exclude_devices[1]: ", Detail: "empty device name"},
-		{Raw: map[string]any{"exclude_device": []any{"mlx5_0"}}, Key: `"exclude_device"`, Detail: "unknown field"},
-		{Raw: map[string]any{"exclude_devices": "mlx5_0"}, Key: "exclude_devices", Detail: "cannot unmarshal"},
-		{Raw: map[string]any{"optional_counters": "yes"}, Key: "optional_counters", Detail: "cannot unmarshal"},
-		{Raw: map[string]any{"qp_counters": 1}, Key: "qp_counters", Detail: "cannot unmarshal"},
+		{Raw: map[string]any{"exclude_device": []any{"mlx5_0"}}, Key: "exclude_device", Detail: "unknown key"},
+		{Raw: map[string]any{"exclude_devices": "mlx5_0"}, Key: "exclude_devices", Detail: ": got "},
+		{Raw: map[string]any{"optional_counters": "yes"}, Key: "optional_counters", Detail: ": got "},
+		{Raw: map[string]any{"qp_counters": 1}, Key: "qp_counters", Detail: ": got "},
 	})
 }
 

@@ -16,7 +16,7 @@ func TestConfig(t *testing.T) {
 		{Raw: map[string]any{"library": "lib.so"}, Key: "library", Detail: "not an absolute path"},
 		{Raw: map[string]any{"library": "/a/../lib.so"}, Key: "library", Detail: `write "/lib.so"`},
 		{Raw: map[string]any{"library": "/a.so", "collector": []any{1}}, Key: "collector", Detail: "must be a mapping"},
-		{Raw: map[string]any{"libary": "/a.so"}, Key: "libary", Detail: "unknown field"},
+		{Raw: map[string]any{"libary": "/a.so"}, Key: "libary", Detail: "unknown key"},
 	})
 	// A reload in the same process cannot swap the library.
 	p := fakePlugin(nil)

@@ -181,6 +181,17 @@ func TestBadCollectorsCostTheirInstanceOnly(t *testing.T) {
 	if !strings.Contains(h.Logs(), "collect of "+hang+" has not returned since its deadline") {
 		t.Errorf("the host log does not say the hanging collect was given up on")
 	}
+	// The crash's reason is in the "plugin down" line (ERROR: the default
+	// log level shows it), not only "exit status 2".
+	var segvDown []string
+	for _, l := range strings.Split(h.Logs(), "\n") {
+		if strings.Contains(l, "plugin down") && strings.Contains(l, "plugin=so-segv") {
+			segvDown = append(segvDown, l)
+		}
+	}
+	if len(segvDown) == 0 || !strings.Contains(segvDown[0], "SIGSEGV") || !strings.Contains(segvDown[0], "level=ERROR") {
+		t.Errorf("the so-segv instance's plugin down lines do not name SIGSEGV at ERROR: %q", segvDown)
+	}
 
 	// The garbage is dropped by the host's guard and counted, what the
 	// relay cannot even form is refused and counted, and the good sample

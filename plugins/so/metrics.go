@@ -13,4 +13,10 @@ var descCollectionErrors = sdk.NewDesc("so_collection_errors_total", sdk.Counter
 // is answered before Configure names the library.
 var descLibraryFamilies = sdk.NewDesc("*", sdk.Untyped, "The families the collector library declares in plexporter_collector_info (see its documentation).")
 
-var catalogue = []*sdk.Desc{descCollectionErrors, descLibraryFamilies}
+// descCollectorInfo shows which collector library runs, and its own
+// version: plexporter_plugin_info's version is plexporter-so's build.
+var descCollectorInfo = sdk.NewDesc("so_collector_info", sdk.Gauge,
+	"The shared-object collector this instance runs: its declared name and its own version (plexporter_collector_info's version; plexporter_plugin_info's version is plexporter-so's build). 1 while a library is loaded.",
+	"collector", "version")
+
+var catalogue = []*sdk.Desc{descCollectionErrors, descCollectorInfo, descLibraryFamilies}

@@ -28,6 +28,7 @@ type plugin struct {
 	mu        sync.Mutex // one Collect at a time; guards the fields below
 	lib       library    // nil without a library
 	collector string     // the library's name, the collector label
+	version   string     // the library's own version (its info's), for so_collector_info
 	relay     *relay
 	errs      uint64 // so_collection_errors_total
 	stuck     error  // set while a collect the plugin gave up on has not returned
@@ -92,7 +93,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	if err := lib.Configure(c.collectorJSON()); err != nil {
 		return fmt.Errorf("collector: %s: %w", c.Library, err)
 	}
-	p.lib, p.collector, p.relay = lib, info.Name, newRelay(info.Name, descs)
+	p.lib, p.collector, p.version, p.relay = lib, info.Name, info.Version, newRelay(info.Name, descs)
 	return nil
 }
 
@@ -104,10 +105,11 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	if p.lib == nil {
 		return nil
 	}
+	w.Gauge(descCollectorInfo, 1, p.collector, p.version)
 	if p.stuck != nil {
 		p.errs++
 		w.Error(p.collector, p.stuck)
-		return nil
+		return sdk.Failed(p.stuck)
 	}
 	libDeadline, giveUp := deadlines(ctx)
 	p.relay.start(w)
@@ -134,8 +136,12 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		}
 	}
 	if err != nil {
+		// The library's collect failed as a whole (it returned non-zero
+		// or overran): what it emitted is sent, and the host counts the
+		// collect as failed (plexporter_plugin_scrape_success 0).
 		p.errs++
 		w.Error(p.collector, err)
+		return sdk.Failed(err)
 	}
 	return nil
 }

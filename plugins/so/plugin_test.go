@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
@@ -80,8 +84,8 @@ func TestStuckCollectEndsTheProcess(t *testing.T) {
 	start := time.Now()
 	res := sdktest.Collect(t, c, time.Second)
 	took := time.Since(start)
-	if res.Status != nil {
-		t.Fatalf("collect status %v after %v: the plugin should answer before the host's deadline", res.Status, took)
+	if status.Code(res.Status) != codes.Aborted {
+		t.Fatalf("collect status %v after %v: the plugin should answer before the host's deadline, failing the collect (ABORTED)", res.Status, took)
 	}
 	// The library's deadline is the collect's, less the reserve for
 	// sending: after the start, and before the start plus the 1s given.
@@ -143,4 +147,31 @@ const waitDeadline = 60 * time.Second
 func TestWithoutLibrary(t *testing.T) {
 	res := sdktest.Run(t, newPlugin(), sdktest.Options{})
 	sdktest.CleanGolden(t, res, "testdata/nolibrary.golden")
+}
+
+// A library whose collect fails as a whole (returns non-zero) fails the
+// collect: what it emitted is kept, the stream ends ABORTED, so the host
+// sets plexporter_plugin_scrape_success to 0. so_collector_info shows the
+// library's own version.
+func TestFailedCollectFailsTheScrape(t *testing.T) {
+	fail := false
+	p := fakePlugin(func(r *relay, _ time.Time) error {
+		r.sample(0, []string{"sda"}, 1)
+		if fail {
+			return errors.New("collect returned 5")
+		}
+		return nil
+	})
+	c := sdktest.Client(t, p, sdktest.Options{Config: map[string]any{"library": "/fake/lib.so"}})
+	res := sdktest.Collect(t, c, time.Second)
+	if res.Status != nil {
+		t.Fatalf("a good collect ended %v", res.Status)
+	}
+	sdktest.Contains(t, res.Text(t), `so_collector_info{collector="fake",version="1"} 1`)
+	fail = true
+	res = sdktest.Collect(t, c, time.Second)
+	if status.Code(res.Status) != codes.Aborted || !strings.Contains(status.Convert(res.Status).Message(), "collect returned 5") {
+		t.Fatalf("a failed collect ended %v, want ABORTED with the library's error", res.Status)
+	}
+	sdktest.Contains(t, res.Text(t), `fake_value{device="sda"} 1`, `so_collection_errors_total{collector="fake"} 1`, `so_collector_info{collector="fake",version="1"} 1`)
 }

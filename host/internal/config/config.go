@@ -19,6 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -137,6 +139,9 @@ func Load(path string, policy trust.Policy) (*File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
+		if plain := plainYAMLError(path, data, err); plain != nil {
+			return nil, plain
+		}
 		return nil, withBlockHint(manifest.YAMLError(path, err))
 	}
 	f.lines = configLines(data)
@@ -158,6 +163,105 @@ func Load(path string, policy trust.Policy) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// plainYAMLError says in the operator's words what yaml.v3 words as a
+// parser: a tab in the indentation ("found character that cannot start
+// any token") and a value of the wrong type ("cannot unmarshal !!str
+// `lots` into int"), each with the file, the line, the key and what the
+// key takes. It returns nil for every other error.
+func plainYAMLError(path string, data []byte, err error) error {
+	tabby := strings.Contains(err.Error(), "cannot start any token") || strings.Contains(err.Error(), "found a tab")
+	for i, line := range strings.Split(string(data), "\n") {
+		if !tabby {
+			break
+		}
+		indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+		if strings.Contains(indent, "\t") {
+			key, _, _ := strings.Cut(strings.TrimSpace(line), ":")
+			return fmt.Errorf("%s:%d: %s: indented with a tab; YAML indents with spaces only (replace the tab with spaces, as many as the keys beside it have)", path, i+1, key)
+		}
+	}
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return nil
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	var msgs []string
+	for _, e := range te.Errors {
+		m := typeErrorLine.FindStringSubmatch(e)
+		if m == nil {
+			return nil // an unknown key or something else: manifest.YAMLError words it
+		}
+		line, _ := strconv.Atoi(m[1])
+		key := keyAt(doc.Content[0], "", line, m[2])
+		if key == "" {
+			return nil
+		}
+		got := map[string]string{"!!str": "the string %q", "!!int": "the number %s", "!!float": "the number %s", "!!bool": "%s", "!!null": "nothing%.0s", "!!seq": "a list%.0s", "!!map": "a mapping%.0s"}[m[2]]
+		if got == "" {
+			got = m[2] + " %.0s"
+		}
+		msgs = append(msgs, fmt.Sprintf("%s:%d: %s: got %s, want %s", path, line, key, fmt.Sprintf(got, m[3]), goTypeWords(m[4])))
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+var typeErrorLine = regexp.MustCompile("^line (\\d+): cannot unmarshal (!!\\w+)(?: `(.*)`)? into (.+)$")
+
+// keyAt is the dotted key whose value, of YAML tag tag, is on line.
+func keyAt(n *yaml.Node, prefix string, line int, tag string) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			key := k.Value
+			if prefix != "" {
+				key = prefix + "." + key
+			}
+			if v.Line == line && v.ShortTag() == tag {
+				return key
+			}
+			if found := keyAt(v, key, line, tag); found != "" {
+				return found
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if c.Line == line && c.ShortTag() == tag {
+				return fmt.Sprintf("%s[%d]", prefix, i)
+			}
+			if found := keyAt(c, fmt.Sprintf("%s[%d]", prefix, i), line, tag); found != "" {
+				return found
+			}
+		}
+	}
+	return ""
+}
+
+// goTypeWords is what a Go type of the config's structs takes, in a
+// config file's words.
+func goTypeWords(t string) string {
+	switch {
+	case t == "bool":
+		return "true or false"
+	case t == "string":
+		return "a string"
+	case t == "time.Duration":
+		return "a duration: " + DurationHint
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["), t == "config.Plugin", t == "config.File", strings.HasPrefix(t, "manifest."):
+		return "a mapping"
+	}
+	return t
 }
 
 // withBlockHint explains the line of a "did not find expected ..." syntax

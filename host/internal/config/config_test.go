@@ -70,6 +70,25 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// YAML type errors and tabs are said with the file, the line, the key
+// and what it takes, not in the parser's words.
+func TestYAMLErrorsInPlainWords(t *testing.T) {
+	cases := map[string]string{
+		"plugins:\n  rdma:\n    max_series: lots\n":           `plexporter.yml:3: plugins.rdma.max_series: got the string "lots", want an integer`,
+		"plugins:\n  rdma:\n    enabled: maybe\n":             `plexporter.yml:3: plugins.rdma.enabled: got the string "maybe", want true or false`,
+		"plugins:\n  rdma: [a, b]\n":                          `plexporter.yml:2: plugins.rdma: got a list, want a mapping`,
+		"plugins:\n  rdma:\n    config: 3\n":                  `plexporter.yml:3: plugins.rdma.config: got the number 3, want a mapping`,
+		"plugins:\n  rdma:\n\ttimeout: 3s\n":                  `plexporter.yml:3: timeout: indented with a tab; YAML indents with spaces only`,
+		"plugins:\n  rdma:\n    timeout: 3s\n\tenabled: no\n": `plexporter.yml:4: enabled: indented with a tab`,
+	}
+	for in, want := range cases {
+		_, err := Load(writeFile(t, in), trust.Policy{})
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "!!") || strings.Contains(err.Error(), "cannot start any token") {
+			t.Errorf("Load(%q) = %v, want %q", in, err, want)
+		}
+	}
+}
+
 func TestConfigLocation(t *testing.T) {
 	path := writeFile(t, `plugins:
   rdma:

@@ -41,11 +41,18 @@ type Options struct {
 	AllowRoot bool
 	// AllowAnyUnixConnect: see sandbox.Host.
 	AllowAnyUnixConnect bool
+	// AllowMissingDirs makes a plugin directory that does not exist a
+	// warning; otherwise it fails Reconcile, naming the directory (a typo
+	// in --plugin.dir would leave a ready host with no plugin).
+	AllowMissingDirs bool
 	// InsecurePermissions lifts the ownership/mode rules (trust.Policy) on
 	// plugin binaries, manifests, the config file and the directories and
 	// symlinks on the way to them. Files are still read safely.
 	InsecurePermissions bool
 }
+
+// AllowMissingDirsFlag is the host's flag for Options.AllowMissingDirs.
+const AllowMissingDirsFlag = "--plugin.allow-missing-dir"
 
 // insecurePermissionsFlag lifts the rules; refusals name it.
 const insecurePermissionsFlag = "--plugin.insecure-permissions"
@@ -177,6 +184,11 @@ func (f *Fleet) Reconcile() error {
 	// package not installed otherwise looks like a healthy host with
 	// nothing to say. An empty directory beside others that hold plugins is
 	// normal (the operators' own, /etc/plexporter/plugins.d, often is).
+	if len(scan.Missing) > 0 && !f.opts.AllowMissingDirs {
+		err := fmt.Errorf("plugin directory %s does not exist: correct --plugin.dir (PLEXPORTER_PLUGIN_DIR) or create the directory, or pass %s if it may be missing", strings.Join(scan.Missing, ", "), AllowMissingDirsFlag)
+		f.recordReload(err)
+		return err
+	}
 	for _, d := range scan.Missing {
 		f.log.Warn("plugin directory does not exist", "dir", d)
 	}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -111,14 +112,17 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 			if err != nil {
 				return nil, err
 			}
-			run, err = newProcessRunner(cmd, p.Path, p.Name, socketDir, func(stderr io.ReadCloser) io.ReadCloser {
+			run, err = newProcessRunner(cmd, p.Path, p.Name, socketDir, log, func(stderr io.ReadCloser, crash *crashNote) io.ReadCloser {
 				budget := DefaultLogBudget
 				if o.LogBudget != nil {
 					budget = *o.LogBudget
 				}
 				budget.Dropped = o.LogDropped
-				return relayLogs(stderr, pluginlog.NewRelay(log, p.Name, o.LogLevel), budget, log, p.Name)
+				return relayLogs(stderr, pluginlog.NewRelay(log, p.Name, o.LogLevel), budget, log, p.Name, crash)
 			})
+			if run != nil && o.Sandbox != nil {
+				run.target, run.sandboxUID, run.sandboxGID = p.Target, o.Sandbox.UID, o.Sandbox.GID
+			}
 			return run, err
 		},
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: o.SocketParent},
@@ -143,6 +147,8 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 		proc.Stop()
 		if incompatibleHandshake(err) {
 			err = &ProtocolError{Plugin: p.Name, Reason: err.Error()}
+		} else if why := run.notExecutable(); why != "" {
+			err = errors.New(why)
 		}
 		return nil, fmt.Errorf("start %s: %w", p.Target, err)
 	}
@@ -164,8 +170,21 @@ func (p *Process) PID() int { return p.run.pid() }
 // Exited is closed once the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.run.exited }
 
-// ExitError is the process's exit status once Exited is closed (nil for 0).
-func (p *Process) ExitError() error { return p.run.exitErr }
+// ExitError is the process's exit status once Exited is closed (nil for
+// 0): the signal that killed it by name, and for a crash the reason its
+// stderr gave (a Go panic's first line, the runtime's fatal signal), which
+// go-plugin would log at DEBUG only. It waits a moment (stderrGrace) for
+// the rest of stderr: the runtime writes the reason first, long before it
+// exits, so it is normally read by then.
+func (p *Process) ExitError() error {
+	select {
+	case <-p.run.crash.done:
+	case <-time.After(stderrGrace):
+	}
+	return exitError(p.run.exitErr, p.run.crash)
+}
+
+const stderrGrace = 100 * time.Millisecond
 
 // Stop ends a plugin the host no longer wants: go-plugin closes the
 // connection, the SDK calls the plugin's Close and exits, and after 2 s at

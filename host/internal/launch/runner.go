@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -51,23 +52,32 @@ type processRunner struct {
 	exited         chan struct{}
 	waitOnce       sync.Once
 	exitErr        error // the process's own exit status
+	crash          *crashNote
+	stdoutCut      atomic.Int64 // stdout lines cut to stdoutLineLimit
+	target         string       // the binary, for Diagnose
+	sandboxUID     int          // the sandbox user's uid and gid; -1 unsandboxed
+	sandboxGID     int
 	expected       atomic.Bool
 	closeLifeline  sync.Once
 }
 
 var _ runner.Runner = (*processRunner)(nil)
 
-func newProcessRunner(cmd *exec.Cmd, name, plugin, socketDir string, logs func(io.ReadCloser) io.ReadCloser) (*processRunner, error) {
-	r := &processRunner{cmd: cmd, name: name, plugin: plugin, socketDir: socketDir, exited: make(chan struct{})}
-	var err error
-	if r.stdout, err = cmd.StdoutPipe(); err != nil {
+func newProcessRunner(cmd *exec.Cmd, name, plugin, socketDir string, log *slog.Logger, logs func(io.ReadCloser, *crashNote) io.ReadCloser) (*processRunner, error) {
+	r := &processRunner{cmd: cmd, name: name, plugin: plugin, socketDir: socketDir, exited: make(chan struct{}), crash: newCrashNote(), sandboxUID: -1, sandboxGID: -1}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
 		return nil, err
 	}
+	r.stdout = boundStdout(stdout, &r.stdoutCut, func() {
+		log.Warn("plugin wrote a line longer than the host reads to stdout; such lines are cut and the rest dropped (stdout carries only the handshake: a plugin logs to stderr)",
+			"plugin", plugin, "limit_bytes", stdoutLineLimit)
+	})
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
 	}
-	r.stderr = logs(stderr)
+	r.stderr = logs(stderr, r.crash)
 	return r, nil
 }
 
@@ -139,7 +149,19 @@ func (r *processRunner) Stdout() io.ReadCloser { return r.stdout }
 func (r *processRunner) Stderr() io.ReadCloser { return r.stderr }
 func (r *processRunner) Name() string          { return r.name }
 func (r *processRunner) Diagnose(context.Context) string {
+	if why := r.notExecutable(); why != "" {
+		return why
+	}
 	return "check that the file is a plexporter plugin built for this architecture"
+}
+
+// notExecutable says why the sandbox user cannot execute the plugin's
+// binary, or "" (unsandboxed, or the mode allows it).
+func (r *processRunner) notExecutable() string {
+	if r == nil || r.sandboxUID < 0 || r.target == "" {
+		return ""
+	}
+	return notExecutableBy(r.target, r.sandboxUID, r.sandboxGID)
 }
 
 func (r *processRunner) ID() string {

@@ -91,11 +91,18 @@ func (t *throttle) Read(p []byte) (int, error) {
 // stderr does, so go-plugin's own parser (which decoded every line, and
 // panicked on {"@message":1}) never sees a line, and go-plugin still
 // waits for the stream to end before it reaps the process.
-func relayLogs(r io.ReadCloser, relay *pluginlog.Relay, budget LogBudget, log *slog.Logger, plugin string) io.ReadCloser {
+//
+// Every whole line is also shown to crash (before the budget: a panic after
+// a flood still names the crash), which keeps the lines that say why the
+// plugin died; crash.done is closed when the stream ends.
+func relayLogs(r io.ReadCloser, relay *pluginlog.Relay, budget LogBudget, log *slog.Logger, plugin string, crash *crashNote) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		defer pw.Close()
 		defer r.Close()
+		if crash != nil {
+			defer close(crash.done)
+		}
 		now := time.Now()
 		lines := newBucket(budget.Lines, budget.LineBurst, now)
 		bytesB := newBucket(budget.Bytes, budget.ByteBurst, now)
@@ -114,6 +121,9 @@ func relayLogs(r io.ReadCloser, relay *pluginlog.Relay, budget LogBudget, log *s
 			line, err := br.ReadSlice('\n')
 			cut := errors.Is(err, bufio.ErrBufferFull)
 			if len(line) > 0 {
+				if !cut {
+					crash.see(line)
+				}
 				now := time.Now()
 				lines.refill(now)
 				bytesB.refill(now)

@@ -20,7 +20,7 @@ func relayed(t *testing.T, in string, budget LogBudget) []map[string]any {
 	t.Helper()
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug - 4}))
-	out := relayLogs(io.NopCloser(strings.NewReader(in)), pluginlog.NewRelay(log, "p", hclog.Trace), budget, log, "p")
+	out := relayLogs(io.NopCloser(strings.NewReader(in)), pluginlog.NewRelay(log, "p", hclog.Trace), budget, log, "p", nil)
 	if rest, err := io.ReadAll(out); err != nil || len(rest) != 0 {
 		t.Fatalf("go-plugin's side carried %q (%v), want nothing", rest, err)
 	}

@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,7 +79,7 @@ func TestExecutesTheFileItHashed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run, err := newProcessRunner(cmd, path, "x", "", func(stderr io.ReadCloser) io.ReadCloser { return stderr })
+			run, err := newProcessRunner(cmd, path, "x", "", slog.New(slog.DiscardHandler), func(stderr io.ReadCloser, _ *crashNote) io.ReadCloser { return stderr })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/supervise"
 	"github.com/plexporter/plexporter/internal/merge"
@@ -178,4 +181,24 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// Catalogue is the host's own plexporter_* families, for `plexporter
+// metrics`: the self-metrics above and plexporter_build_info (the
+// version collector's, read from it).
+func Catalogue() []*sdk.Desc {
+	out := []*sdk.Desc{descInfo, descUp, descMisconfigured, descSandboxed, descRestarts, descNextStart, descDuration,
+		descSuccess, descSeries, descDropped, descErrors, descReloadOK, descReloadAt, descRefused}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(versioncollector.NewCollector("plexporter"))
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		var labels []string
+		for _, lp := range mf.GetMetric()[0].GetLabel() {
+			labels = append(labels, lp.GetName())
+		}
+		out = append(out, sdk.NewDesc(mf.GetName(), sdk.Gauge, mf.GetHelp(), labels...))
+	}
+	slices.SortFunc(out, func(a, b *sdk.Desc) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

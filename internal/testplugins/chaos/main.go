@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,8 @@ type config struct {
 	ExitWhile     string   `json:"exit_while"`      // with exit_after: only while this file exists
 	Flood         bool     `json:"flood"`           // after the rest, write gauges without end until the host stops the stream
 	InvalidUTF8   bool     `json:"invalid_utf8"`    // first of all, a series whose label value is not valid UTF-8
+	StdoutBytes   int      `json:"stdout_bytes"`    // write a line this long to stdout in every Collect (a library's printf)
+	Crash         string   `json:"crash"`           // crash the process in Collect: "panic" (unrecovered, in a goroutine), "segv" (nil dereference) or "abort" (SIGABRT)
 	WarningBytes  int      `json:"warning_bytes"`   // one configuration warning this long (an oversized Configure answer)
 	WarningCount  int      `json:"warning_count"`   // this many distinct configuration warnings
 	Errors        int      `json:"errors"`          // distinct partial errors per collect, each in a message of its own
@@ -210,6 +213,32 @@ func (c *chaos) Collect(ctx context.Context, w *sdk.Writer) error {
 	}
 	if c.cfg.Panic {
 		panic("chaos: asked to panic")
+	}
+	if c.cfg.StdoutBytes > 0 {
+		// To fd 1 itself, as a C library's printf does: go-plugin's Serve
+		// points os.Stdout at a pipe of its own.
+		line := append(bytes.Repeat([]byte{'x'}, c.cfg.StdoutBytes), '\n')
+		for len(line) > 0 {
+			n, err := syscall.Write(1, line)
+			if err != nil {
+				return err
+			}
+			line = line[n:]
+		}
+	}
+	switch c.cfg.Crash {
+	case "panic":
+		done := make(chan struct{})
+		go func() { defer close(done); panic("chaos: crash asked for") }()
+		<-done
+	case "segv":
+		var p *chaos
+		done := make(chan struct{})
+		go func() { defer close(done); _ = p.collects }()
+		<-done
+	case "abort":
+		syscall.Kill(os.Getpid(), syscall.SIGABRT)
+		time.Sleep(time.Minute)
 	}
 	if c.cfg.InvalidUTF8 {
 		// Before the good series, so a stream lost to it would lose them too.
