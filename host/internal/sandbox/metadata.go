@@ -20,9 +20,9 @@ import (
 //     keyctl outright: no collector has any business with keys, and denying
 //     the calls also closes the uid's keyrings, which a session keyring of
 //     its own would not.
-//   - File metadata. Landlock (up to ABI 7, this code's newest; and ABI 9,
-//     the newest right it handles) has no access right for chmod, chown,
-//     utime or extended attributes: a plugin could change them on every
+//   - File metadata. Landlock has no access right for chmod, chown, utime
+//     or extended attributes in any ABI this code handles (up to 9; this
+//     machine's kernel has 7): a plugin could change them on every
 //     file its uid owns or may write outside its grants, e.g. open another
 //     same-uid plugin's socket directory to the world. Unless the manifest
 //     grants a read-write path (a plugin that writes may need to set modes
