@@ -145,7 +145,7 @@ func TestUnitRestrictions(t *testing.T) {
 		t.Errorf("RestrictAddressFamilies=%v: rdma and ethtool need AF_NETLINK, plugin sockets AF_UNIX, /metrics AF_INET/AF_INET6", got)
 	}
 	for key, want := range map[string]string{
-		"RestrictNamespaces": "pid", // each plugin's PID namespace
+		"RestrictNamespaces": "pid ipc net", // each plugin's PID, IPC and (no network grant) network namespace
 		"ProtectSystem":      "strict",
 		"NoNewPrivileges":    "yes",
 		"RuntimeDirectory":   "plexporter",

@@ -108,7 +108,7 @@ func run(args []string) int {
 	metricsCmd.Flag("markdown", "Print a Markdown table.").BoolVar(&f.markdown)
 	checkCmd := app.Command("plugin", "Work with one plugin binary.").Command("check", "Start a plugin binary as the host would and check it against the plugin protocol, rule by rule (docs/plugin-protocol.md, Conformance checklist). Exit status 0 only if no rule fails.")
 	checkCmd.Arg("binary", "The plugin executable, plexporter-<name>; its manifest plexporter-<name>.yaml beside it and its section of --config.file are used as the host would.").Required().StringVar(&f.check.binary)
-	checkCmd.Flag("sandbox", "auto: in the manifest's sandbox when run as root and a manifest sits beside the binary; on: always (root only; no manifest means no grants); off: unconfined.").Default("auto").EnumVar(&f.check.sandbox, "auto", "on", "off")
+	checkCmd.Flag("sandbox", "auto: as the host would, sandboxed when run as root (in the manifest's sandbox, or with no grants without a manifest) and unconfined otherwise; on: always (root only); off: unconfined.").Default("auto").EnumVar(&f.check.sandbox, "auto", "on", "off")
 	checkCmd.Flag("format", "Output: text (one line per rule) or json.").Default("text").EnumVar(&f.check.format, "text", "json")
 	checkCmd.Flag("config", "A config file in --config.file's format whose plugins.<name> section is used (same as --config.file).").StringVar(&f.configFile)
 

@@ -34,9 +34,10 @@ import (
 type SandboxMode string
 
 const (
-	// SandboxAuto sandboxes the plugin when the runner is root and a
-	// manifest sits beside the binary, as the host would run it in
-	// production; otherwise it runs unconfined.
+	// SandboxAuto sandboxes the plugin whenever the runner is root, as the
+	// host does: in its manifest's sandbox, or with no grants at all when
+	// no manifest sits beside the binary. Only a runner that is not root
+	// (and cannot confine anything) runs it unconfined, as its own user.
 	SandboxAuto SandboxMode = "auto"
 	// SandboxOn always sandboxes (needs root), with no grants at all when
 	// there is no manifest, as the host does.
@@ -120,7 +121,10 @@ func Run(o Options) (*Report, error) {
 		}
 		sandboxed = true
 	case SandboxAuto, "":
-		sandboxed = os.Geteuid() == 0 && p.Manifest != ""
+		// Not only with a manifest: a binary without one would run as root,
+		// unconfined, where the host gives it the no-grant sandbox
+		// (issue 28 item 6).
+		sandboxed = os.Geteuid() == 0
 	case SandboxOff:
 	default:
 		return nil, fmt.Errorf("unknown sandbox mode %q (auto, on or off)", o.Sandbox)

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-
-	"golang.org/x/sys/unix"
 )
 
 // CheckHost says whether this binary, on this host, can sandbox plugins at
@@ -18,7 +16,8 @@ import (
 // pid that /proc (the host's, not remounted) knows, and the launcher hangs
 // or signals another process's threads. On an architecture the network
 // filter was not written for (seccomp_*.go), every plugin would run without
-// it. And the host must be allowed to create PID namespaces.
+// it. And the host must be allowed to create the namespaces
+// (namespaces.go).
 func CheckHost() error {
 	if builtWithCgo {
 		return errors.New("this plexporter binary was built with cgo, and the plugin sandbox, which runs each plugin in its own PID namespace, needs a CGO_ENABLED=0 build (libcap's C psx cannot change credentials there): rebuild with CGO_ENABLED=0, as make build does")
@@ -26,22 +25,8 @@ func CheckHost() error {
 	if nativeAudit == 0 {
 		return fmt.Errorf("the plugin sandbox's network filter (seccomp) is not implemented for %s, only for amd64 and arm64", runtime.GOARCH)
 	}
-	if err := canCreatePIDNamespace(); err != nil {
-		return fmt.Errorf("the plugin sandbox runs each plugin in its own PID namespace, and this host may not create one (unshare(CLONE_NEWPID): %w): it needs CAP_SYS_ADMIN, under systemd RestrictNamespaces= must allow pid, and a container CAP_SYS_ADMIN", err)
+	if err := canCreateNamespaces(); err != nil {
+		return fmt.Errorf("the plugin sandbox runs each plugin in its own PID, IPC and (without a network grant) network namespace, and this host may not create them (unshare(CLONE_NEWPID|CLONE_NEWIPC|CLONE_NEWNET): %w): it needs CAP_SYS_ADMIN, under systemd RestrictNamespaces= must allow pid ipc net, and a container CAP_SYS_ADMIN", err)
 	}
 	return nil
-}
-
-// canCreatePIDNamespace asks the kernel (capabilities, seccomp) without
-// starting a process: unshare(CLONE_NEWPID) changes only the namespace of
-// the calling thread's future children, and that thread, locked and never
-// unlocked, ends with its goroutine. (The Go runtime starts no thread from
-// a locked one.)
-func canCreatePIDNamespace() error {
-	errc := make(chan error)
-	go func() {
-		runtime.LockOSThread()
-		errc <- unix.Unshare(unix.CLONE_NEWPID)
-	}()
-	return <-errc
 }

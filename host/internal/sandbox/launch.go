@@ -81,6 +81,9 @@ func apply(s *Spec) error {
 		}
 		defer unix.Close(rulesetFD)
 	}
+	if err := joinOwnKeyring(); err != nil { // as root (metadata.go)
+		return err
+	}
 	if err := credentials(s); err != nil {
 		return err
 	}
@@ -99,6 +102,9 @@ func apply(s *Spec) error {
 	// The network grant's socket filter, on the same thread for the same
 	// reason: a seccomp filter belongs to the thread and survives exec.
 	if err := installFilter(s.Network, 0); err != nil {
+		return err
+	}
+	if err := installStateFilter(s); err != nil { // keys, file metadata
 		return err
 	}
 	if !s.PIDNamespace {

@@ -67,6 +67,8 @@ func Resolve(m *manifest.Manifest, binary, argv0 string, h Host) (spec *Spec, wa
 		s.Network = *m.Network
 	}
 	s.PIDNamespace = !m.PIDNamespace.Host()
+	s.NetNamespace = ownNetNamespace(s.Network, h.Roots.Procfs, s.ReadOnly, s.ReadWrite, s.Devices)
+	s.Metadata = len(s.ReadWrite) > 0
 	if v, err := landlockABI(); err != nil || v < 1 {
 		return nil, warnings, errors.New("the kernel has no Landlock, so the manifest's path rules cannot be enforced")
 	} else if len(s.Devices) > 0 && v < 5 {

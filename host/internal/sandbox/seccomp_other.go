@@ -9,3 +9,6 @@ const (
 	nativeAudit   = 0
 	x32SyscallBit = 0
 )
+
+// metadataLegacy: see seccomp_amd64.go.
+var metadataLegacy []uint32

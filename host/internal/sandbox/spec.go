@@ -59,6 +59,14 @@ type Spec struct {
 	// launcher stays as the namespace's init and runs the plugin below it,
 	// so that every process the plugin starts dies with it (pidns.go).
 	PIDNamespace bool `json:"pid_namespace"`
+	// NetNamespace: the host starts the launcher with CLONE_NEWNET, for a
+	// plugin that is granted no network (namespaces.go). Every launcher
+	// gets an IPC namespace of its own.
+	NetNamespace bool `json:"net_namespace"`
+	// Metadata: the plugin may change file modes, owners, times and
+	// extended attributes (it has a read-write grant); else seccomp denies
+	// those calls (metadata.go).
+	Metadata bool `json:"metadata"`
 	// ScopeSignals: the plugin's Landlock domain must scope signals, or the
 	// launcher refuses to start it. Set for a plugin in the host's PID
 	// namespace (manifest pid_namespace: host), for which the scope is what
@@ -76,14 +84,10 @@ func (s *Spec) LauncherArgs() ([]string, error) {
 	return []string{LaunchArg, string(b)}, nil
 }
 
-// SysProcAttr is how the host must start the launcher for s: in a new PID
-// namespace if s asks for one.
+// SysProcAttr is how the host must start the launcher for s: in the
+// namespaces of its own that s asks for (namespaces.go).
 func (s *Spec) SysProcAttr() *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{}
-	if s.PIDNamespace {
-		attr.Cloneflags = syscall.CLONE_NEWPID
-	}
-	return attr
+	return &syscall.SysProcAttr{Cloneflags: s.cloneFlags()}
 }
 
 // executable is the path the launcher executes and grants: the host's

@@ -45,6 +45,17 @@ type config struct {
 	// plugin's PID namespace shows it (pidfd_open), whether the plugin may
 	// signal it (kill with signal 0) and read its /proc/<pid>/cgroup.
 	SiblingPID int `json:"sibling_pid"`
+	// Kernel state shared with the host (issue 28 item 4): a user key of
+	// this description in the session keyring (read it, plant another),
+	// a SysV shared memory segment of this key (read it), an abstract unix
+	// socket of this name to listen on (the test connects from outside),
+	// and a file or directory of the probe's uid outside its grants whose
+	// mode, owner, times and an extended attribute it tries to change
+	// (each set to what it already is, or removed again).
+	KeyDescription string `json:"key_description"`
+	ShmKey         int    `json:"shm_key"`
+	AbstractListen string `json:"abstract_listen"`
+	MetadataPath   string `json:"metadata_path"`
 }
 
 var (
@@ -57,7 +68,10 @@ var (
 	nsDepth  = sdk.NewDesc("probe_pid_namespace_depth", sdk.Gauge, "PID namespaces the probe is in, counted from the initial one (the fields of NSpid in /proc/self/status).")
 )
 
-type probe struct{ cfg config }
+type probe struct {
+	cfg      config
+	abstract net.Listener // AbstractListen's, open for the plugin's life
+}
 
 func (p *probe) Info() sdk.Info {
 	return sdk.Info{Name: strings.TrimPrefix(filepath.Base(os.Args[0]), "plexporter-"), Version: "0.0.1-test"}
@@ -204,6 +218,7 @@ func (p *probe) Collect(_ context.Context, w *sdk.Writer) error {
 		_, err = os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 		check("read_sibling_cgroup", err)
 	}
+	p.sharedState(check)
 	for _, name := range p.cfg.EnvNames {
 		_, ok := os.LookupEnv(name)
 		v := 0.0
@@ -220,6 +235,71 @@ func (p *probe) Collect(_ context.Context, w *sdk.Writer) error {
 		w.Gauge(hogDesc, float64(len(buf)))
 	}
 	return nil
+}
+
+// sharedState tries what issue 28 item 4 found a sandboxed plugin could do
+// to kernel state it shares with the host and its uid.
+func (p *probe) sharedState(check func(string, error)) {
+	if d := p.cfg.KeyDescription; d != "" {
+		id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", d, 0)
+		if err == nil {
+			buf := make([]byte, 256)
+			_, err = unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
+		}
+		check("read_host_key", wrap("keyctl", err))
+		_, err = unix.AddKey("user", d+"-planted", []byte("planted"), unix.KEY_SPEC_SESSION_KEYRING)
+		check("plant_key", wrap("add_key", err))
+	}
+	if p.cfg.ShmKey != 0 {
+		id, err := unix.SysvShmGet(p.cfg.ShmKey, 0, 0)
+		if err == nil {
+			var b []byte
+			if b, err = unix.SysvShmAttach(id, 0, unix.SHM_RDONLY); err == nil {
+				if !strings.HasPrefix(string(b), "host secret") {
+					err = fmt.Errorf("shmat: %w", errors.New("unexpected contents"))
+				}
+				unix.SysvShmDetach(b)
+			}
+		}
+		check("read_host_shm", wrap("shmget", err))
+	}
+	if name := p.cfg.AbstractListen; name != "" {
+		var err error
+		if p.abstract == nil {
+			var l net.Listener
+			if l, err = net.Listen("unix", "@"+name); err == nil {
+				p.abstract = l
+				go func() {
+					for {
+						c, err := l.Accept()
+						if err != nil {
+							return
+						}
+						c.Write([]byte("probe abstract\n"))
+						c.Close()
+					}
+				}()
+			}
+		}
+		check("listen_abstract", wrap("listen", err))
+	}
+	if path := p.cfg.MetadataPath; path != "" {
+		var st unix.Stat_t
+		err := unix.Stat(path, &st)
+		if err != nil {
+			check("stat_metadata_path", wrap("stat", err))
+			return
+		}
+		check("chmod_outside", wrap("chmod", unix.Chmod(path, st.Mode&0o7777)))
+		check("chown_outside", wrap("chown", unix.Chown(path, int(st.Uid), int(st.Gid))))
+		ts := []unix.Timespec{st.Atim, st.Mtim}
+		check("utime_outside", wrap("utimensat", unix.UtimesNano(path, ts)))
+		err = unix.Setxattr(path, "user.plexporter-probe", []byte("1"), 0)
+		if err == nil {
+			unix.Removexattr(path, "user.plexporter-probe")
+		}
+		check("setxattr_outside", wrap("setxattr", err))
+	}
 }
 
 // wrap names the call that failed, so that the detail label is its errno.
@@ -270,6 +350,14 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "euid" { // run as a setuid copy by the probe itself
 		fmt.Println(os.Geteuid())
 		return
+	}
+	// Installed as plexporter-escape*, it writes a marker beside its binary
+	// as it starts, which only an unconfined root process can: the test of
+	// `plexporter plugin check` (host/check_test.go) looks for it.
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "plexporter-escape") {
+		if exe, err := os.Executable(); err == nil {
+			os.WriteFile(exe+".escaped", []byte(fmt.Sprintln(os.Geteuid())), 0o644)
+		}
 	}
 	sdk.Serve(&probe{})
 }
