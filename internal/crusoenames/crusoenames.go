@@ -9,6 +9,9 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"testing"
+
+	"github.com/plexporter/plexporter/sdk"
 )
 
 // Row is one name of the table.
@@ -61,4 +64,32 @@ func Load(path string) ([]Row, error) {
 		return nil, fmt.Errorf("%s: no table rows", path)
 	}
 	return rows, nil
+}
+
+// CheckPrefixFamilies fails t for every row of the table at path (the
+// module's docs/crusoe-names.md) that says metric_prefix crusoe_vm_ gives
+// plugin a family its catalogue does not have, and if no row names plugin.
+func CheckPrefixFamilies(t testing.TB, path, plugin string, catalogue []*sdk.Desc) {
+	t.Helper()
+	rows, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, d := range catalogue {
+		known[d.Name] = true
+	}
+	n := 0
+	for _, r := range rows {
+		if r.PrefixPlugin != plugin {
+			continue
+		}
+		n++
+		if !known[r.PrefixFamily] {
+			t.Errorf("%s: %s from %s, which the plugin does not export", path, r.Name, r.PrefixFamily)
+		}
+	}
+	if n == 0 {
+		t.Errorf("%s names no family of this plugin", path)
+	}
 }
