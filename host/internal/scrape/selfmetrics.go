@@ -105,6 +105,13 @@ var (
 	descSeries        = sdk.NewDesc("plexporter_plugin_series", sdk.Gauge, "Series the plugin contributed to this scrape after the guard.", "plugin")
 	descDropped       = sdk.NewDesc("plexporter_dropped_series_total", sdk.Counter, "Series dropped by the guard, by plugin and reason (malformed, invalid_name, label_limit, invalid_label_value, invalid_histogram, invalid_summary, conflict, name_collision, duplicate, series_limit; see the README).", "plugin", "reason")
 	descErrors        = sdk.NewDesc("plexporter_plugin_collect_errors_total", sdk.Counter, "Partial failures the plugin reported, by the part that failed.", "plugin", "collector")
+	// Read from the plugin's cgroup; absent for a plugin without one.
+	descCPU       = sdk.NewDesc("plexporter_plugin_cpu_seconds_total", sdk.Counter, "CPU time the plugin's cgroup used (the plugin and everything it started), since its supervisor started it first.", "plugin")
+	descThrottled = sdk.NewDesc("plexporter_plugin_cpu_throttled_seconds_total", sdk.Counter, "Time the plugin's cgroup was throttled by its CPU quota (limits.cpu).", "plugin")
+	descMemory    = sdk.NewDesc("plexporter_plugin_memory_bytes", sdk.Gauge, "Memory charged to the plugin's cgroup now (shared memory, memfd, SysV and tmpfs pages included).", "plugin")
+	descMemPeak   = sdk.NewDesc("plexporter_plugin_memory_peak_bytes", sdk.Gauge, "Most memory charged to the plugin's cgroup since its supervisor started it first.", "plugin")
+	descPids      = sdk.NewDesc("plexporter_plugin_pids", sdk.Gauge, "Tasks (processes and threads) in the plugin's cgroup.", "plugin")
+	descOOMKills  = sdk.NewDesc("plexporter_plugin_oom_kills_total", sdk.Counter, "Processes of the plugin the kernel's OOM killer killed for going over limits.memory.", "plugin")
 	// Prometheus's own names for the same thing, so the same alerts work.
 	descReloadOK = sdk.NewDesc("plexporter_config_last_reload_successful", sdk.Gauge, "1 if the last reading of the config file (at start, SIGHUP, POST /-/reload or a plugin directory change) succeeded; 0 if it failed and the running plugins keep their settings.")
 	descReloadAt = sdk.NewDesc("plexporter_config_last_reload_success_timestamp_seconds", sdk.Gauge, "When the config file was last read successfully (seconds since the epoch).")
@@ -127,6 +134,21 @@ func (r *report) write(w *sdk.Writer) {
 		}
 		if st.State == supervise.Refused {
 			w.Gauge(descRefused, 1, st.Name)
+		}
+		if res := st.Resources; res != nil {
+			for _, m := range []struct {
+				d       *sdk.Desc
+				v       *float64
+				counter bool
+			}{{descCPU, res.CPUSeconds, true}, {descThrottled, res.ThrottledSeconds, true}, {descMemory, res.MemoryBytes, false}, {descMemPeak, res.MemoryPeakBytes, false}, {descPids, res.Pids, false}, {descOOMKills, res.OOMKills, true}} {
+				switch {
+				case m.v == nil: // not offered by this kernel: no sample
+				case m.counter:
+					w.Counter(m.d, *m.v, st.Name)
+				default:
+					w.Gauge(m.d, *m.v, st.Name)
+				}
+			}
 		}
 		if res, ok := r.scraped[st.Name]; ok {
 			w.Gauge(descDuration, res.seconds, st.Name)

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/plexporter/plexporter/host/internal/cgroup"
 	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/launch"
@@ -125,6 +126,8 @@ type Status struct {
 	Info      *pluginv1.InfoResponse
 	Started   bool // the first start attempt is over (ok or not)
 	Sandboxed bool
+	// Resources are the plugin's cgroup's counters; nil without one.
+	Resources *cgroup.Stats
 }
 
 // Up reports whether the plugin is running and configured.
@@ -149,6 +152,7 @@ type Supervisor struct {
 	status Status
 	client pluginv1.PluginServiceClient
 	proc   *launch.Process
+	group  *cgroup.Group // the plugin's cgroup, nil for none (cgroup.go)
 
 	timeouts    int  // consecutive timed-out collects
 	driftWarned bool // sandbox hints compared with the manifest and found wanting (loop only)
@@ -203,7 +207,12 @@ func (s *Supervisor) FirstAttempt() <-chan struct{} { return s.first }
 func (s *Supervisor) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.status
+	st := s.status
+	if s.group != nil {
+		r := s.group.Stats()
+		st.Resources = &r
+	}
+	return st
 }
 
 // become moves to the next state; leaving Running forgets the process, so
@@ -234,10 +243,13 @@ func (s *Supervisor) transition(next State, lastErr string, nextStart time.Time)
 
 func (s *Supervisor) loop(ctx context.Context) {
 	defer close(s.done)
+	s.openGroup()
+	defer s.removeGroup()      // after the process is stopped
 	defer s.firstAttemptOver() // stopped during the first start
 	policy := newRestartPolicy(s.settings)
 	for {
 		var ran time.Duration
+		oomBefore := s.oomKills()
 		proc, err := s.start(ctx)
 		if err == nil {
 			s.firstAttemptOver()
@@ -248,7 +260,7 @@ func (s *Supervisor) loop(ctx context.Context) {
 				proc.Stop()
 				return
 			case <-proc.Exited():
-				err = fmt.Errorf("plugin exited: %v", exitText(proc.ExitError()))
+				err = s.exitError(proc, oomBefore)
 			}
 			ran = time.Since(running)
 		}
@@ -362,7 +374,7 @@ func exitText(err error) string {
 // start launches the process and runs Info and Configure; on any failure
 // the process is gone again when it returns.
 func (s *Supervisor) start(ctx context.Context) (*launch.Process, error) {
-	proc, err := launch.Start(s.plugin, s.settings.launchOptions(), s.hostLog)
+	proc, err := launch.Start(s.plugin, s.withGroup(s.settings.launchOptions()), s.hostLog)
 	if err != nil {
 		return nil, err
 	}
