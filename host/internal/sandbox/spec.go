@@ -53,8 +53,8 @@ type Spec struct {
 	// Cgroups are the plugin's group's directories (one per v1 hierarchy)
 	// that the launcher joins; none: rlimits only (limits.go). The host
 	// makes the group per start (host/internal/cgroup) and fills this in.
-	Cgroups []string `json:"cgroups"`
-	Landlock    bool     `json:"landlock"`   // apply path rules
+	Cgroups  []string `json:"cgroups"`
+	Landlock bool     `json:"landlock"` // apply path rules
 	// Network is the manifest's network grant, enforced by a seccomp filter
 	// on socket families and protocols and by Landlock's port and unix
 	// socket rules (network.go). The zero value grants nothing.
