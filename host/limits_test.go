@@ -76,7 +76,7 @@ func TestSandboxCgroupCPUQuota(t *testing.T) {
 	st.install(t, "spinner", limitsManifest("{memory: 96MiB, cpu: 0.2}"))
 	h := startSandboxHost(t, st, "  spinner: {config: {spin: 4}}\n")
 	cpu := func() (float64, float64) {
-		_, mfs := h.scrape("?collect[]=none")
+		_, mfs := h.scrape("")
 		return value(mfs, "plexporter_plugin_cpu_seconds_total", "plugin", "spinner"),
 			value(mfs, "plexporter_plugin_cpu_throttled_seconds_total", "plugin", "spinner")
 	}
