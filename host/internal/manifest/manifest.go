@@ -126,6 +126,9 @@ type Limits struct {
 	Memory string `yaml:"memory"` // e.g. 64MiB
 	Pids   int    `yaml:"pids"`
 	Nofile int    `yaml:"nofile"`
+	// CPU is a quota in CPUs (0.5: half a CPU), enforced by the plugin's
+	// cgroup; 0: the default.
+	CPU float64 `yaml:"cpu"`
 }
 
 // MaxSize is the largest manifest read; the shipped ones are well under 1 KiB.
@@ -233,8 +236,8 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("limits.memory: %w", err)
 		}
 	}
-	if m.Limits.Pids < 0 || m.Limits.Nofile < 0 {
-		return errors.New("limits: pids and nofile must not be negative")
+	if m.Limits.Pids < 0 || m.Limits.Nofile < 0 || m.Limits.CPU < 0 {
+		return errors.New("limits: pids, nofile and cpu must not be negative")
 	}
 	for _, e := range m.Env {
 		if e == "" || strings.ContainsAny(e, "= ") {
@@ -300,6 +303,9 @@ func Merge(m, override *Manifest) *Manifest {
 	}
 	if override.Limits.Nofile != 0 {
 		out.Limits.Nofile = override.Limits.Nofile
+	}
+	if override.Limits.CPU != 0 {
+		out.Limits.CPU = override.Limits.CPU
 	}
 	if override.Env != nil {
 		out.Env = override.Env

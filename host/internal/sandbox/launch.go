@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -149,39 +148,6 @@ func rearmParentDeathSignal(hostPID int) error {
 	}
 	if os.Getppid() != hostPID || hostGone() {
 		return fmt.Errorf("the host exited during launch")
-	}
-	return nil
-}
-
-// goRuntimeAllowance is added to the memory limit when it becomes
-// RLIMIT_DATA: the Go runtime maps about 100 MiB of address space before the
-// first allocation (a 32 MiB arena index, a 64 MiB heap arena), none of it
-// resident, all of it counted by RLIMIT_DATA.
-const goRuntimeAllowance = 128 << 20
-
-// limits joins the plugin's cgroup, or falls back to rlimits that are safe
-// for Go programs. RLIMIT_AS would count the runtime's PROT_NONE address
-// space reservations and kill any Go program; RLIMIT_DATA counts only
-// writable private mappings, so it gets the limit plus goRuntimeAllowance,
-// and GOMEMLIMIT (set by the host) keeps a Go plugin's heap under the limit
-// itself. There is no safe rlimit for pids: RLIMIT_NPROC counts the threads
-// of every process of the uid.
-func limits(s *Spec) error {
-	if s.CgroupDir != "" {
-		if err := os.WriteFile(filepath.Join(s.CgroupDir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-			return fmt.Errorf("join cgroup %s: %w", s.CgroupDir, err)
-		}
-	} else if s.MemoryBytes > 0 {
-		lim := uint64(s.MemoryBytes) + goRuntimeAllowance
-		if err := unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: lim, Max: lim}); err != nil {
-			return fmt.Errorf("RLIMIT_DATA: %w", err)
-		}
-	}
-	if s.Nofile > 0 {
-		lim := uint64(s.Nofile)
-		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: lim, Max: lim}); err != nil {
-			return fmt.Errorf("RLIMIT_NOFILE: %w", err)
-		}
 	}
 	return nil
 }

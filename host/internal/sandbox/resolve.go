@@ -50,17 +50,10 @@ func Resolve(m *manifest.Manifest, binary, argv0 string, h Host) (spec *Spec, wa
 		}
 		s.Caps = append(s.Caps, strings.ToLower(name))
 	}
-	if m.Limits.Pids > 0 {
-		// No rlimit is safe for this (RLIMIT_NPROC counts every thread of the
-		// uid across plugins); it needs a cgroup v2 child, which this host
-		// does not create yet.
-		warnings = append(warnings, fmt.Sprintf("limits.pids (%d) is not enforced: it needs a per-plugin cgroup v2 child", m.Limits.Pids))
+	if err := resolveLimits(s, m.Limits); err != nil {
+		return nil, warnings, err
 	}
-	if m.Limits.Memory != "" {
-		if s.MemoryBytes, err = manifest.ParseBytes(m.Limits.Memory); err != nil {
-			return nil, warnings, err
-		}
-	}
+	warnings = append(warnings, cgroupWarning()...)
 	s.ReadOnly, s.ReadWrite, s.Devices = m.Paths.ReadOnly, m.Paths.ReadWrite, m.Paths.Devices
 	warnings = append(warnings, netEntryWarnings(slices.Concat(s.ReadOnly, s.ReadWrite))...)
 	if m.Network != nil {

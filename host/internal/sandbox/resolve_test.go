@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -38,10 +39,45 @@ func TestResolveDefaults(t *testing.T) {
 	if _, err := lookupUser(DefaultUser); err != nil && !strings.Contains(strings.Join(warnings, "\n"), "nobody") {
 		t.Fatalf("falling back to nobody must warn: %v", warnings)
 	}
-	if !strings.Contains(strings.Join(warnings, "\n"), "limits.pids (16) is not enforced") {
-		t.Fatalf("an unenforced pids limit must be said: %v", warnings)
+	if strings.Contains(strings.Join(warnings, "\n"), "not enforced") {
+		t.Fatalf("a limits warning where the limits are enforced (cgroups): %v", warnings)
+	}
+	// A manifest without limits gets the defaults.
+	spec, _, err = Resolve(&manifest.Manifest{}, "/bin/true", "/x/plexporter-x", Host{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.MemoryBytes != 256<<20 || spec.Pids != DefaultPids || spec.Nofile != DefaultNofile || spec.CPU != DefaultCPU {
+		t.Fatalf("defaults: spec = %+v", spec)
 	}
 }
+
+// Without a cgroup the host says once, not per plugin, which limits are
+// not enforced and why.
+func TestResolveWarnsOnceWithoutCgroups(t *testing.T) {
+	defer func(d func() error) { detectCgroups = d }(detectCgroups)
+	detectCgroups = func() error { return errors.New("read-only file system") }
+	var all []string
+	for range 3 {
+		_, w, err := Resolve(&manifest.Manifest{User: "nobody", Limits: manifest.Limits{Pids: 16}}, "/bin/true", "/x/plexporter-x", Host{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, w...)
+	}
+	joined := strings.Join(all, "\n")
+	if n := strings.Count(joined, "no per-plugin cgroup (read-only file system)"); n != 1 {
+		t.Fatalf("%d cgroup warnings in 3 resolves, want 1: %v", n, all)
+	}
+	for _, what := range []string{"limits.pids", "limits.cpu", "RLIMIT_DATA"} {
+		if !strings.Contains(joined, what) {
+			t.Errorf("the warning does not name %s: %s", what, joined)
+		}
+	}
+}
+
+// The package's tests never touch the machine's cgroup file system.
+func init() { detectCgroups = func() error { return nil } }
 
 // The spec grants what the plugin will read: placeholders become the
 // host's roots, plain absolute paths stay as they are.

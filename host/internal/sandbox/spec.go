@@ -49,8 +49,12 @@ type Spec struct {
 	MemoryBytes int64    `json:"memory"`     // 0: none
 	Pids        int      `json:"pids"`       // 0: none (needs a cgroup)
 	Nofile      int      `json:"nofile"`     // 0: inherit
-	CgroupDir   string   `json:"cgroup_dir"` // cgroup v2 directory to join, "" for rlimits
-	Landlock    bool     `json:"landlock"`   // apply path rules
+	CPU         float64  `json:"cpu"`        // CPUs, 0: none (needs a cgroup)
+	// Cgroups are the plugin's group's directories (one per v1 hierarchy)
+	// that the launcher joins; none: rlimits only (limits.go). The host
+	// makes the group per start (host/internal/cgroup) and fills this in.
+	Cgroups  []string `json:"cgroups"`
+	Landlock bool     `json:"landlock"` // apply path rules
 	// Network is the manifest's network grant, enforced by a seccomp filter
 	// on socket families and protocols and by Landlock's port and unix
 	// socket rules (network.go). The zero value grants nothing.

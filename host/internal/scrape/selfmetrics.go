@@ -118,6 +118,13 @@ var (
 	descErrorsDropped   = sdk.NewDesc("plexporter_plugin_collect_errors_dropped_total", sdk.Counter, "Partial errors the host discarded unread because the plugin sent more in one collect than its budget (100 errors, 64 KiB).", "plugin")
 	descWarningsDropped = sdk.NewDesc("plexporter_plugin_warnings_dropped_total", sdk.Counter, "Configuration warnings the host did not log because the plugin answered Configure with more than its budget (32 warnings, 16 KiB).", "plugin")
 	descLogDropped      = sdk.NewDesc("plexporter_plugin_log_dropped_total", sdk.Counter, "Log lines the host dropped unread because the plugin wrote more than its log budget (100 lines/s, 64 KiB/s, after a burst of 2000 lines or 1 MiB).", "plugin")
+	// Read from the plugin's cgroup; absent for a plugin without one.
+	descCPU       = sdk.NewDesc("plexporter_plugin_cpu_seconds_total", sdk.Counter, "CPU time the plugin's cgroup used (the plugin and everything it started), since its supervisor started it first.", "plugin")
+	descThrottled = sdk.NewDesc("plexporter_plugin_cpu_throttled_seconds_total", sdk.Counter, "Time the plugin's cgroup was throttled by its CPU quota (limits.cpu).", "plugin")
+	descMemory    = sdk.NewDesc("plexporter_plugin_memory_bytes", sdk.Gauge, "Memory charged to the plugin's cgroup now (shared memory, memfd, SysV and tmpfs pages included).", "plugin")
+	descMemPeak   = sdk.NewDesc("plexporter_plugin_memory_peak_bytes", sdk.Gauge, "Most memory charged to the plugin's cgroup since its supervisor started it first.", "plugin")
+	descPids      = sdk.NewDesc("plexporter_plugin_pids", sdk.Gauge, "Tasks (processes and threads) in the plugin's cgroup.", "plugin")
+	descOOMKills  = sdk.NewDesc("plexporter_plugin_oom_kills_total", sdk.Counter, "Processes of the plugin the kernel's OOM killer killed for going over limits.memory.", "plugin")
 	// Prometheus's own names for the same thing, so the same alerts work.
 	descReloadOK = sdk.NewDesc("plexporter_config_last_reload_successful", sdk.Gauge, "1 if the last reading of the config file (at start, SIGHUP, POST /-/reload or a plugin directory change) succeeded; 0 if it failed and the running plugins keep their settings.")
 	descReloadAt = sdk.NewDesc("plexporter_config_last_reload_success_timestamp_seconds", sdk.Gauge, "When the config file was last read successfully (seconds since the epoch).")
@@ -149,6 +156,21 @@ func (r *report) write(w *sdk.Writer) {
 		}
 		if n := r.errorsDropped[st.Name]; n > 0 {
 			w.Counter(descErrorsDropped, n, st.Name)
+		}
+		if res := st.Resources; res != nil {
+			for _, m := range []struct {
+				d       *sdk.Desc
+				v       *float64
+				counter bool
+			}{{descCPU, res.CPUSeconds, true}, {descThrottled, res.ThrottledSeconds, true}, {descMemory, res.MemoryBytes, false}, {descMemPeak, res.MemoryPeakBytes, false}, {descPids, res.Pids, false}, {descOOMKills, res.OOMKills, true}} {
+				switch {
+				case m.v == nil: // not offered by this kernel: no sample
+				case m.counter:
+					w.Counter(m.d, *m.v, st.Name)
+				default:
+					w.Gauge(m.d, *m.v, st.Name)
+				}
+			}
 		}
 		if res, ok := r.scraped[st.Name]; ok {
 			w.Gauge(descDuration, res.seconds, st.Name)
@@ -188,7 +210,9 @@ func b2f(b bool) float64 {
 // version collector's, read from it).
 func Catalogue() []*sdk.Desc {
 	out := []*sdk.Desc{descInfo, descUp, descMisconfigured, descSandboxed, descRestarts, descNextStart, descDuration,
-		descSuccess, descSeries, descDropped, descErrors, descReloadOK, descReloadAt, descRefused}
+		descSuccess, descSeries, descDropped, descErrors, descReloadOK, descReloadAt, descRefused,
+		descErrorsDropped, descWarningsDropped, descLogDropped,
+		descCPU, descThrottled, descMemory, descMemPeak, descPids, descOOMKills}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("plexporter"))
 	mfs, _ := reg.Gather()

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/plexporter/plexporter/host/internal/cgroup"
 	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/launch"
@@ -136,6 +137,8 @@ type Status struct {
 	// (maxWarnings, maxWarningBytes), LogDropped the plugin's log lines
 	// past its log budget (launch.LogBudget), since the supervisor began.
 	WarningsDropped, LogDropped uint64
+	// Resources are the plugin's cgroup's counters; nil without one.
+	Resources *cgroup.Stats
 }
 
 // Up reports whether the plugin is running and configured.
@@ -165,6 +168,7 @@ type Supervisor struct {
 	selectedBy map[string][]string
 	client     pluginv1.PluginServiceClient
 	proc       *launch.Process
+	group      *cgroup.Group // the plugin's cgroup, nil for none (cgroup.go)
 
 	warningsDropped atomic.Uint64
 	logDropped      atomic.Uint64 // launch's log budget counts here, across restarts
@@ -222,8 +226,13 @@ func (s *Supervisor) FirstAttempt() <-chan struct{} { return s.first }
 func (s *Supervisor) Status() Status {
 	s.mu.Lock()
 	st := s.status
+	group := s.group
 	s.mu.Unlock()
 	st.WarningsDropped, st.LogDropped = s.warningsDropped.Load(), s.logDropped.Load()
+	if group != nil {
+		r := group.Stats()
+		st.Resources = &r
+	}
 	return st
 }
 
@@ -255,10 +264,13 @@ func (s *Supervisor) transition(next State, lastErr string, nextStart time.Time)
 
 func (s *Supervisor) loop(ctx context.Context) {
 	defer close(s.done)
+	s.openGroup()
+	defer s.removeGroup()      // after the process is stopped
 	defer s.firstAttemptOver() // stopped during the first start
 	policy := newRestartPolicy(s.settings)
 	for {
 		var ran time.Duration
+		oomBefore := s.oomKills()
 		proc, err := s.start(ctx)
 		if err == nil {
 			s.firstAttemptOver()
@@ -269,7 +281,7 @@ func (s *Supervisor) loop(ctx context.Context) {
 				proc.Stop()
 				return
 			case <-proc.Exited():
-				err = fmt.Errorf("plugin exited: %v", exitText(proc.ExitError()))
+				err = s.exitError(proc, oomBefore)
 			}
 			ran = time.Since(running)
 		}
@@ -390,7 +402,7 @@ func exitText(err error) string {
 // start launches the process and runs Info and Configure; on any failure
 // the process is gone again when it returns.
 func (s *Supervisor) start(ctx context.Context) (*launch.Process, error) {
-	opts := s.settings.launchOptions()
+	opts := s.withGroup(s.settings.launchOptions())
 	opts.LogDropped = &s.logDropped
 	proc, err := launch.Start(s.plugin, opts, s.hostLog)
 	if err != nil {

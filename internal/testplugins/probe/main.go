@@ -56,6 +56,14 @@ type config struct {
 	ShmKey         int    `json:"shm_key"`
 	AbstractListen string `json:"abstract_listen"`
 	MetadataPath   string `json:"metadata_path"`
+	// Hostile resource use, for the cgroup tests: start this many children
+	// (ForkExec of ForkBin with "30", e.g. /usr/bin/sleep) and report how
+	// many started; map this much MAP_SHARED anonymous memory and fill it;
+	// spin on this many threads from Configure on.
+	Forks   int    `json:"forks"`
+	ForkBin string `json:"fork_bin"`
+	ShmMiB  int    `json:"shm_mib"`
+	Spin    int    `json:"spin"`
 }
 
 var (
@@ -65,6 +73,8 @@ var (
 	allowed  = sdk.NewDesc("probe_allowed", sdk.Gauge, "1 if the action succeeded, 0 if it was denied.", "action", "detail")
 	envDesc  = sdk.NewDesc("probe_env_present", sdk.Gauge, "1 if the environment variable is set.", "name")
 	hogDesc  = sdk.NewDesc("probe_hog_bytes", sdk.Gauge, "Bytes allocated and touched.")
+	forked   = sdk.NewDesc("probe_forked", sdk.Gauge, "Children started of those asked for (forks).")
+	shmDesc  = sdk.NewDesc("probe_shared_bytes", sdk.Gauge, "Bytes of MAP_SHARED memory mapped and filled (shm_mib), or 0 if the mapping was refused.")
 	nsDepth  = sdk.NewDesc("probe_pid_namespace_depth", sdk.Gauge, "PID namespaces the probe is in, counted from the initial one (the fields of NSpid in /proc/self/status).")
 )
 
@@ -77,7 +87,53 @@ func (p *probe) Info() sdk.Info {
 	return sdk.Info{Name: strings.TrimPrefix(filepath.Base(os.Args[0]), "plexporter-"), Version: "0.0.1-test"}
 }
 
-func (p *probe) Configure(_ context.Context, c sdk.Config) error { return c.Decode(&p.cfg) }
+func (p *probe) Configure(_ context.Context, c sdk.Config) error {
+	if err := c.Decode(&p.cfg); err != nil {
+		return err
+	}
+	for i := 0; i < p.cfg.Spin; i++ {
+		go func() {
+			for x := 0; ; x++ {
+				_ = x
+			}
+		}()
+	}
+	return nil
+}
+
+// fork starts n children of bin and reports how many started; it kills and
+// reaps them before it returns, so none outlives the probe's Collect.
+func fork(w *sdk.Writer, n int, bin string) {
+	var started []int
+	for i := 0; i < n; i++ {
+		pid, err := syscall.ForkExec(bin, []string{bin, "30"}, &syscall.ProcAttr{})
+		if err != nil {
+			continue
+		}
+		started = append(started, pid)
+	}
+	w.Gauge(forked, float64(len(started)))
+	for _, pid := range started {
+		syscall.Kill(pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		syscall.Wait4(pid, &ws, 0, nil)
+	}
+}
+
+// shm maps mib MiB of shared anonymous memory, writes every page and
+// unmaps it: pages a private-memory rlimit does not count.
+func shm(w *sdk.Writer, mib int) {
+	b, err := unix.Mmap(-1, 0, mib<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+	if err != nil {
+		w.Gauge(shmDesc, 0)
+		return
+	}
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	w.Gauge(shmDesc, float64(len(b)))
+	unix.Munmap(b)
+}
 
 func (p *probe) Collect(_ context.Context, w *sdk.Writer) error {
 	w.Gauge(identity, 1, fmt.Sprint(os.Getuid()), fmt.Sprint(os.Getgid()), fmt.Sprint(os.Geteuid()))
@@ -226,6 +282,12 @@ func (p *probe) Collect(_ context.Context, w *sdk.Writer) error {
 			v = 1
 		}
 		w.Gauge(envDesc, v, name)
+	}
+	if p.cfg.Forks > 0 {
+		fork(w, p.cfg.Forks, p.cfg.ForkBin)
+	}
+	if p.cfg.ShmMiB > 0 {
+		shm(w, p.cfg.ShmMiB)
 	}
 	if p.cfg.HogMiB > 0 {
 		buf := make([]byte, p.cfg.HogMiB<<20)

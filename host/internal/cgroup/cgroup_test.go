@@ -1,0 +1,71 @@
+package cgroup
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A v1-hybrid node: the host's group in each hierarchy from
+// /proc/self/cgroup, a plexporter directory below it; cpu and cpuacct
+// apart, as on this machine.
+func TestDetectV1(t *testing.T) {
+	mount := t.TempDir()
+	os.MkdirAll(filepath.Join(mount, "memory/svc"), 0o755)
+	for _, d := range []string{"memory", "pids", "cpu", "cpuacct"} {
+		os.MkdirAll(filepath.Join(mount, d), 0o755)
+		os.WriteFile(filepath.Join(mount, d, "cgroup.procs"), nil, 0o644)
+	}
+	self := filepath.Join(t.TempDir(), "cgroup")
+	os.WriteFile(self, []byte("9:name=systemd:/\n8:pids:/\n4:memory:/svc\n2:cpuacct:/\n1:cpu:/\n0::/\n"), 0o644)
+	r, err := detect(mount, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.V2() || r.base["memory"] != filepath.Join(mount, "memory/svc/plexporter") || r.base["pids"] != filepath.Join(mount, "pids/plexporter") || r.base["cpuacct"] != filepath.Join(mount, "cpuacct/plexporter") {
+		t.Fatalf("bases = %v", r.base)
+	}
+	os.RemoveAll(filepath.Join(mount, "pids"))
+	if _, err := detect(mount, self); err == nil || !strings.Contains(err.Error(), `"pids"`) {
+		t.Fatalf("without a pids hierarchy: %v", err)
+	}
+}
+
+// A group on this machine's real cgroup file system: limits written, then
+// removed. Skipped where the host could not make one.
+func TestGroupLimitsAndRemove(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	r, err := Detect()
+	if err != nil {
+		t.Skipf("no cgroups here: %v", err)
+	}
+	g, err := r.New("test", Limits{MemoryBytes: 64 << 20, Pids: 16, CPU: 0.2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(c, f string) string {
+		b, _ := os.ReadFile(filepath.Join(g.dirs[c], f))
+		return strings.TrimSpace(string(b))
+	}
+	if r.V2() {
+		if read("", "pids.max") != "16" || read("", "memory.max") != "67108864" || read("", "cpu.max") != "20000 100000" || read("", "cpu.weight") != "10" {
+			t.Errorf("v2 limits not set")
+		}
+	} else if read("pids", "pids.max") != "16" || read("memory", "memory.limit_in_bytes") != "67108864" || read("cpu", "cpu.cfs_quota_us") != "20000" || read("cpu", "cpu.shares") != "102" {
+		t.Errorf("v1 limits not set")
+	}
+	if s := g.Stats(); s.Pids == nil || *s.Pids != 0 || s.OOMKills == nil {
+		t.Errorf("stats = %+v", s)
+	}
+	if err := g.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range g.Dirs() {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s not removed: %v", d, err)
+		}
+	}
+}
