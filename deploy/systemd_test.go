@@ -99,7 +99,11 @@ func unitPath(t testing.TB) string {
 // insists that ExecStart's binary exists, so it checks a copy whose
 // ExecStart names a stand-in executable; everything else is the unit as
 // shipped (the install test verifies the installed unit unchanged).
-// systemd-analyze security must rate it at most 4.0 ("OK").
+// systemd-analyze security must rate it at most 4.2 ("OK"). It was 4.0
+// until the plugins got a cgroup each (Delegate=yes, so no
+// ProtectControlGroups=yes: +0.3) and IPC and network namespaces of their
+// own (RestrictNamespaces= allows ipc and net: +0.2): the rating counts what
+// the host may do, and these are what confine each plugin further.
 func TestUnitVerifies(t *testing.T) {
 	needTools(t, "systemd-analyze")
 	data, err := os.ReadFile(unitPath(t))
@@ -123,9 +127,9 @@ func TestUnitVerifies(t *testing.T) {
 	if err != nil || len(out) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
-	out, err = exec.Command("systemd-analyze", "security", "--offline=yes", "--threshold=40", copied).CombinedOutput()
+	out, err = exec.Command("systemd-analyze", "security", "--offline=yes", "--threshold=42", copied).CombinedOutput()
 	if err != nil {
-		t.Errorf("systemd-analyze security rates the unit above 4.0: %v\n%s", err, out)
+		t.Errorf("systemd-analyze security rates the unit above 4.2: %v\n%s", err, out)
 	}
 }
 

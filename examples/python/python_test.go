@@ -218,9 +218,9 @@ func TestServesTheNodesProcfs(t *testing.T) {
 	if n := len(mfs["plexporter_plugin_collect_errors_total"].GetMetric()); n != 0 {
 		t.Errorf("collect errors on this machine's procfs: %v", mfs["plexporter_plugin_collect_errors_total"].GetMetric())
 	}
-	// The plugin's hclog JSON line, re-logged by the host at its level,
+	// The plugin's hclog JSON line, re-logged by the host's relay at its level,
 	// tagged with the plugin and with the plugin's own keys.
-	if logs := h.Logs(); !strings.Contains(logs, `level=INFO source=pluginlog.go`) || !containsLine(logs, "msg=configured plugin=pyexample", "procfs=/proc") {
+	if logs := h.Logs(); !strings.Contains(logs, `level=INFO source=relay.go`) || !containsLine(logs, "msg=configured plugin=pyexample", "procfs=/proc") {
 		t.Errorf("no INFO line 'configured' tagged plugin=pyexample with procfs=/proc in the host log")
 	}
 }
