@@ -272,7 +272,16 @@ func TestShippedPluginsRunInTheirSandbox(t *testing.T) {
 		}
 		copyFile(t, manifest[0], filepath.Join(st.plugins, "plexporter-"+name+".yaml"), 0o644)
 	}
-	h := startSandboxHost(t, st, "")
+	// textfile's default directory is the package's; here it reads one of
+	// the tree's, granted instead (an override's list replaces the file's).
+	textfile := filepath.Join(st.data, "textfile")
+	if err := os.Mkdir(textfile, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(textfile, "job.prom"), []byte("job_info{job=\"1\"} 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startSandboxHost(t, st, fmt.Sprintf("  textfile: {config: {directories: [%q]}, manifest: {paths: {read_only: [%q]}}}\n", textfile, textfile))
 	text, mfs := h.scrape("")
 	for _, name := range names {
 		for _, m := range []string{"plexporter_plugin_up", "plexporter_plugin_sandboxed", "plexporter_plugin_scrape_success"} {

@@ -10,10 +10,10 @@ import (
 )
 
 // plexporter-so with a library whose collect never returns gives up on it
-// at the deadline, answers the next Collects at once with a partial error
-// and exits a second later, so that the host restarts it. Each Collect
-// looks fine on its own; process.up sees the process gone, and it is the
-// only rule that fails.
+// at the deadline and fails that Collect (ABORTED: the library failed as a
+// whole, so the scrape must not read as a success), then exits, so that the
+// host restarts it. collect and process.up fail; the rules that need a
+// first Collect are skipped, and lifeline finds the process gone.
 func TestHangingSharedObjectFailsProcessUp(t *testing.T) {
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
@@ -39,10 +39,11 @@ func TestHangingSharedObjectFailsProcessUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := check(t, binary, config, SandboxOff, nil)
-	if got := withStatus(rep, Fail); !slices.Equal(got, []string{"process.up"}) {
-		t.Errorf("FAIL %v, want [process.up]:\n%s", got, text(rep))
+	if got := withStatus(rep, Fail); !slices.Equal(got, []string{"collect", "process.up"}) {
+		t.Errorf("FAIL %v, want [collect process.up]:\n%s", got, text(rep))
 	}
-	if got := withStatus(rep, Skip); !slices.Equal(got, []string{"lifeline"}) {
-		t.Errorf("SKIP %v, want [lifeline]:\n%s", got, text(rep))
+	wantSkip := []string{"collect.stable", "collect.cancel", "allowlist.one", "allowlist.none", "metric-prefix", "allowlist.prefixed", "lifeline"}
+	if got := withStatus(rep, Skip); !slices.Equal(got, wantSkip) {
+		t.Errorf("SKIP %v, want %v:\n%s", got, wantSkip, text(rep))
 	}
 }
