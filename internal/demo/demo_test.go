@@ -96,6 +96,7 @@ var dataFamilies = map[string][]string{
 	"nvme":        {"nvme_temperature_celsius"},
 	"rdma":        {"rdma_port_rcv_data_total"},
 	"so":          {"loadavg_load1", "loadavg_tasks"},
+	"textfile":    {"slurm_job_info", "backup_last_success_timestamp_seconds"},
 }
 
 // anyNonZero reports whether one of the families has a sample (a counter,
