@@ -49,6 +49,6 @@ func TestConfigureRejects(t *testing.T) {
 		{Raw: map[string]any{"max_series": 10, "max_series_per_file": 20}, Key: "max_series_per_file", Detail: "above max_series"},
 		{Raw: map[string]any{"max_age": "10ms"}, Key: "max_age", Detail: "at least 1s"},
 		{Raw: map[string]any{"max_age": "soon"}, Key: "max_age", Detail: "not a duration"},
-		{Raw: map[string]any{"directory": "/a"}, Key: "directory", Detail: "unknown field"},
+		{Raw: map[string]any{"directory": "/a"}, Key: "directory", Detail: "unknown key"},
 	})
 }
