@@ -39,9 +39,10 @@ func TestSandboxCgroupPidsLimit(t *testing.T) {
 		t.Errorf("a limits warning where the limits are enforced:\n%s", on.logs.String())
 	}
 
-	// 100, not 2000: unconfined, 2000 forks on a loaded machine outlast
-	// three scrape deadlines, and the host restarts a plugin for that.
-	off := startSandboxHost(t, st, "  forker: {config: {forks: 100, fork_bin: /usr/bin/sleep}}\n", "--no-plugin.sandbox")
+	// 100, not 2000, and a collect timeout of a minute: unconfined, forks
+	// on a loaded machine can outlast three 5 s scrape deadlines in a row,
+	// and the host restarts a plugin for that.
+	off := startSandboxHost(t, st, "  forker: {timeout: 60s, config: {forks: 100, fork_bin: /usr/bin/sleep}}\n", "--no-plugin.sandbox")
 	off.waitFor(120*time.Second, "100 children started without the sandbox", func() bool {
 		_, mfs := off.scrape("")
 		return value(mfs, "probe_forked") == 100
@@ -71,10 +72,11 @@ func TestSandboxCgroupSharedMemoryOOMKill(t *testing.T) {
 		t.Errorf("the restart does not say the OOM killer killed it:\n%s", h.logs.String())
 	}
 
-	// 256 MiB, four times the limit, not 2 GiB: unconfined, 2 GiB of page
-	// faults on a loaded machine outlast three scrape deadlines, and the
-	// host restarts the plugin for that.
-	off := startSandboxHost(t, st, "  shm: {config: {shm_mib: 256}}\n", "--no-plugin.sandbox")
+	// 256 MiB, four times the limit, not 2 GiB, and a collect timeout of a
+	// minute: unconfined, the page faults on a loaded machine (load 15)
+	// outlasted three 5 s deadlines in a row, and the host restarts a
+	// plugin for that, which starts the filling over.
+	off := startSandboxHost(t, st, "  shm: {timeout: 60s, config: {shm_mib: 256}}\n", "--no-plugin.sandbox")
 	off.waitFor(120*time.Second, "256 MiB of shared memory filled without the sandbox", func() bool {
 		_, mfs := off.scrape("")
 		return value(mfs, "probe_shared_bytes") == 256<<20

@@ -33,16 +33,22 @@ func prometheusBinary(t *testing.T) string {
 // the test failed.
 func startPrometheus(t *testing.T, bin, hostURL, scrapeTimeout string, flags ...string) string {
 	t.Helper()
+	return startPrometheusEvery(t, bin, hostURL, "1s", scrapeTimeout, flags...)
+}
+
+// startPrometheusEvery is startPrometheus with another scrape interval.
+func startPrometheusEvery(t *testing.T, bin, hostURL, interval, scrapeTimeout string, flags ...string) string {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
-  scrape_interval: 1s
+  scrape_interval: %s
   scrape_timeout: %s
 scrape_configs:
   - job_name: plexporter
     static_configs:
       - targets: [%q]
-`, scrapeTimeout, strings.TrimPrefix(hostURL, "http://"))), 0o644); err != nil {
+`, interval, scrapeTimeout, strings.TrimPrefix(hostURL, "http://"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	addr := freePort(t)
