@@ -55,6 +55,7 @@ func TestDemoServesEveryPlugin(t *testing.T) {
 		"rdma_port_rcv_data_total", "rdma_port_info", "rdma_np_cnp_sent_total", // rdma: sysfs
 		"rdma_cc_rx_ce_pkts_total", "rdma_optional_counter_enabled", "rdma_qp_rx_write_requests_total", // rdma: netlink
 		"rdma_roce_pfc_pause_frames_total", "rdma_pcie_outbound_stalled_percent", "rdma_phy_rx_corrected_bits_total", // ethtool: ioctl
+		"rdma_netdev_global_pause_frames_total", "rdma_netdev_global_pause_duration_total", "rdma_netdev_global_pause_transitions_total", // ethtool: the 802.3x port
 		"ethtool_driver_stat_total",
 		"nfs_rpc_count_total", "nfs_xprt_tcp_state", "nfs_server_connections", // nfs: mountstats, tcp
 		"nvme_info", "nvme_temperature_celsius", "nvme_percentage_used", // nvme: sysfs, SMART

@@ -5,8 +5,10 @@
 // testdata/ instead of the SIOCETHTOOL ioctl, which needs the NICs. The
 // demo's sysfs (internal/demo/demotree) has the netdevs of
 // testdata/sysfs.ttar; they get the captures the tests serve them
-// (fixtures_test.go). Standard statistics answer as a kernel without the
-// ethtool netlink family does: no series.
+// (fixtures_test.go). The tree also has the card's second port
+// (ens1f1np1), which gets mlx5_ens1f1np1.txt: the same port with 802.3x
+// global pause on and PFC off. Standard statistics answer as a kernel
+// without the ethtool netlink family does: no series.
 package main
 
 import (
@@ -22,10 +24,14 @@ var (
 	demoMLX5 string
 	//go:embed testdata/ionic_enp.txt
 	demoIonic string
+	// The card's second port (ens1f1np1, the demo's own sysfs in
+	// internal/demo/demotree): 802.3x global pause on, PFC off.
+	//go:embed testdata/mlx5_ens1f1np1.txt
+	demoMLX5GlobalPause string
 )
 
 func main() {
-	captures := map[string]string{"ens1f0np0": demoMLX5, "ens1f0v0": demoMLX5, "ibp196s0": demoMLX5, "enp68s0": demoIonic}
+	captures := map[string]string{"ens1f0np0": demoMLX5, "ens1f0v0": demoMLX5, "ibp196s0": demoMLX5, "enp68s0": demoIonic, "ens1f1np1": demoMLX5GlobalPause}
 	src := demoSource{}
 	for netdev, text := range captures {
 		st, err := parseEthtoolText(text)

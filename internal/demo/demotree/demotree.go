@@ -38,11 +38,17 @@ var SysfsArchives = []string{
 // run/): the guest's stat, pressure, meminfo, diskstats and whole disks
 // (sys/block); rocm-ernic's run directory with three servers' statistics
 // and their processes (ionic); the Slurm job-mapping directory and
-// proc/loadavg (attribution, so: the demo's own, testdata/node.ttar).
+// proc/loadavg (attribution, so: the demo's own, testdata/node.ttar); the
+// second port of mlx5_0's ConnectX-6 Dx (mlx5_3 at 0000:17:00.1, netdev
+// ens1f1np1) with 802.3x global pause on and PFC off, whose driver
+// statistics the ethtool demo serves from mlx5_ens1f1np1.txt (the demo's
+// own, testdata/global-pause-port.ttar: the plugins' fixtures keep one
+// port per card).
 var NodeArchives = []string{
 	"plugins/guest/testdata/demo.ttar",
 	"plugins/ionic/testdata/ernic-run.ttar",
 	"internal/demo/demotree/testdata/node.ttar",
+	"internal/demo/demotree/testdata/global-pause-port.ttar",
 }
 
 // Directories of the tree, relative to its root, that the demo's config

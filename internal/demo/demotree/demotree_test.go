@@ -13,10 +13,11 @@ func TestBuildMergesEveryPluginsFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{
-		"sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data", // rdma
-		"sys/class/net/ens1f0np0/device",                             // ethtool
-		"sys/class/nvme/nvme0/serial",                                // nvme
-		"proc/self/mountstats",                                       // nfs
+		"sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data",                 // rdma
+		"sys/class/net/ens1f0np0/device",                                             // ethtool
+		"sys/class/net/ens1f1np1/device/infiniband/mlx5_3/ports/1/gid_attrs/ndevs/0", // the 802.3x port
+		"sys/class/nvme/nvme0/serial",                                                // nvme
+		"proc/self/mountstats",                                                       // nfs
 		"proc/self/net/tcp",
 		ErnicRunDir + "/instances.json", // ionic
 		ErnicRunDir + "/1.stats",
