@@ -10,11 +10,13 @@
 package privprobe
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
+	"runtime"
 	"unsafe"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 )
@@ -61,12 +63,41 @@ func Try() map[string]float64 {
 	return out
 }
 
+// progLoadAttr is union bpf_attr's BPF_PROG_LOAD part, up to
+// expected_attach_type; the kernel reads what follows as 0.
+type progLoadAttr struct {
+	progType, insnCnt  uint32
+	insns, license     uint64
+	logLevel, logSize  uint32
+	logBuf             uint64
+	kernVersion, flags uint32
+	name               [16]byte
+	ifindex, attachTyp uint32
+}
+
+// load makes the bpf(BPF_PROG_LOAD) call itself, for a raw tracepoint
+// program: no library step before it (reading kernel types, probing
+// features) can fail first, so its errno is the call's.
 func load(insns asm.Instructions) error {
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.RawTracepoint, License: "GPL", Instructions: insns})
-	if err == nil {
-		prog.Close()
+	var code bytes.Buffer
+	if err := insns.Marshal(&code, binary.LittleEndian); err != nil {
+		return err
 	}
-	return err
+	license := []byte("GPL\x00")
+	attr := progLoadAttr{
+		progType: unix.BPF_PROG_TYPE_RAW_TRACEPOINT,
+		insnCnt:  uint32(code.Len() / asm.InstructionSize),
+		insns:    uint64(uintptr(unsafe.Pointer(&code.Bytes()[0]))),
+		license:  uint64(uintptr(unsafe.Pointer(&license[0]))),
+	}
+	fd, _, e := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_LOAD, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	runtime.KeepAlive(code.Bytes())
+	runtime.KeepAlive(license)
+	if e != 0 {
+		return e
+	}
+	unix.Close(int(fd))
+	return nil
 }
 
 // errno is err's errno, 0 for nil, -1 for an error without one.
