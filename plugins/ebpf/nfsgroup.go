@@ -89,6 +89,12 @@ func (p *plugin) refreshNFSLatency() {
 		p.logf("ebpf programs not loaded", "group", collectorNFSLatency, "reason", "NFS is mounted in "+p.mounts+" but this kernel has no NFS client (sunrpc) loaded; tried again when the NFS mounts change (nfs_latency: true tries and reports the failure)")
 		return
 	}
+	if p.sealed {
+		// This process can no longer load programs: a fresh one loads the
+		// group in its Configure, which reads the same mounts.
+		p.restart("the nfs_latency programs must load now (an NFS mount appeared or changed, and the kernel has its NFS client), and this process can no longer load programs; the new process loads them at start")
+		return
+	}
 	spec, err := nfsSpec(p.cfg.nfsBounds)
 	if err != nil {
 		p.failLater(collectorNFSLatency, fmt.Errorf("nfs_latency programs: %w", err))

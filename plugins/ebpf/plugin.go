@@ -44,6 +44,15 @@ type plugin struct {
 	pending     []pendingError     // failures since the last Collect
 	stop        chan struct{}
 	done        chan struct{}
+
+	// seal, when set (the shipped binary: shipped()), is called once
+	// Configure has loaded and attached the programs and takes the ability
+	// to load more away from the process for good (seal_linux.go); sealed
+	// says it has been. restart ends a sealed process that has to load a
+	// group later, so that the host starts a fresh one which loads it.
+	seal    func() error
+	sealed  bool
+	restart func(reason string)
 }
 
 type pendingError struct {
@@ -70,11 +79,28 @@ func (p *plugin) Info() sdk.Info {
 	}
 }
 
-// Configure loads and attaches the programs. Only settings that cannot
-// work are refused; a program this kernel cannot run is logged, shown in
-// ebpf_program_loaded and counted as a collection error, and the others
-// run.
+// Configure loads and attaches the programs, then (in the shipped binary)
+// seals program loading for the rest of the process. Only settings that
+// cannot work are refused; a program this kernel cannot run is logged,
+// shown in ebpf_program_loaded and counted as a collection error, and the
+// others run. The host configures a process once; a sealed process
+// refuses a second Configure (errSealed) rather than fail its loads.
 func (p *plugin) Configure(ctx context.Context, cfg sdk.Config) error {
+	p.mu.Lock()
+	sealed := p.sealed
+	p.mu.Unlock()
+	if sealed {
+		return errSealed
+	}
+	if err := p.configure(ctx, cfg); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sealLocked()
+}
+
+func (p *plugin) configure(ctx context.Context, cfg sdk.Config) error {
 	c := defaultConfig()
 	if err := cfg.Decode(&c); err != nil {
 		return err

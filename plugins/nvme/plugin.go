@@ -28,6 +28,10 @@ type plugin struct {
 	// omitted are the families the metric_prefix would give a Crusoe
 	// exporter's name of another meaning (crusoeConflicts): not written.
 	omitted map[*sdk.Desc]bool
+
+	// confineErr is why the shipped binary could not install its seccomp
+	// filter (confine.go); Configure refuses to run then.
+	confineErr error
 }
 
 // errorCounts holds nvme_collection_errors_total: failures by collector
@@ -78,6 +82,9 @@ func (p *plugin) Info() sdk.Info {
 
 // Configure validates the settings and (re)starts the SMART poller.
 func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
+	if p.confineErr != nil {
+		return p.confineErr
+	}
 	c := defaultConfig(p.minInterval)
 	if err := cfg.Decode(&c); err != nil {
 		return err

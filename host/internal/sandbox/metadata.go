@@ -59,18 +59,18 @@ func stateFilter(s *Spec) ([]bpf.RawInstruction, error) {
 		deny = append(append([]uint32{}, keySyscalls...), metadataSyscalls...)
 	}
 	a := newAsm()
-	a.load(offArch)
-	a.jeq(nativeAudit, "", "allow")
-	a.load(offNr)
+	a.Load(offArch)
+	a.Jeq(nativeAudit, "", "allow")
+	a.Load(offNr)
 	for _, nr := range deny {
-		a.jeq(nr, "deny", "")
+		a.Jeq(nr, "deny", "")
 	}
-	a.jmp("allow")
-	a.label("allow")
-	a.ret(unix.SECCOMP_RET_ALLOW)
-	a.label("deny")
-	a.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
-	return a.assemble()
+	a.Jmp("allow")
+	a.Label("allow")
+	a.Ret(unix.SECCOMP_RET_ALLOW)
+	a.Label("deny")
+	a.Ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	return a.Assemble()
 }
 
 // joinOwnKeyring gives the calling thread (the one that execs) a new

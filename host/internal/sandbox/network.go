@@ -138,84 +138,84 @@ func networkFilter(n manifest.Network) ([]bpf.RawInstruction, error) {
 	inet, udp := n.Inet != nil, n.Inet != nil && n.Inet.UDP
 
 	a := newAsm()
-	a.load(offArch)
-	a.jeq(nativeAudit, "", "enosys")
-	a.load(offNr)
+	a.Load(offArch)
+	a.Jeq(nativeAudit, "", "enosys")
+	a.Load(offNr)
 	if x32SyscallBit != 0 {
-		a.jset(x32SyscallBit, "enosys", "")
+		a.Jset(x32SyscallBit, "enosys", "")
 	}
-	a.jeq(unix.SYS_SOCKET, "socket", "")
-	a.jeq(unix.SYS_SOCKETPAIR, "socketpair", "")
-	a.jeq(unix.SYS_IO_URING_SETUP, "deny", "")
-	a.jeq(unix.SYS_IO_URING_ENTER, "deny", "")
-	a.jeq(unix.SYS_IO_URING_REGISTER, "deny", "")
+	a.Jeq(unix.SYS_SOCKET, "socket", "")
+	a.Jeq(unix.SYS_SOCKETPAIR, "socketpair", "")
+	a.Jeq(unix.SYS_IO_URING_SETUP, "deny", "")
+	a.Jeq(unix.SYS_IO_URING_ENTER, "deny", "")
+	a.Jeq(unix.SYS_IO_URING_REGISTER, "deny", "")
 	if !connects(n) {
-		a.jeq(unix.SYS_CONNECT, "deny", "")
+		a.Jeq(unix.SYS_CONNECT, "deny", "")
 	}
 	if inet {
-		a.jeq(unix.SYS_SENDTO, "flags_arg3", "")
-		a.jeq(unix.SYS_SENDMMSG, "flags_arg3", "")
-		a.jeq(unix.SYS_SENDMSG, "flags_arg2", "")
+		a.Jeq(unix.SYS_SENDTO, "flags_arg3", "")
+		a.Jeq(unix.SYS_SENDMMSG, "flags_arg3", "")
+		a.Jeq(unix.SYS_SENDMSG, "flags_arg2", "")
 	}
-	a.jmp("allow")
+	a.Jmp("allow")
 	if inet {
-		a.label("flags_arg3")
-		a.load(offArg(3))
-		a.jset(unix.MSG_FASTOPEN, "deny", "allow")
-		a.label("flags_arg2")
-		a.load(offArg(2))
-		a.jset(unix.MSG_FASTOPEN, "deny", "allow")
+		a.Label("flags_arg3")
+		a.Load(offArg(3))
+		a.Jset(unix.MSG_FASTOPEN, "deny", "allow")
+		a.Label("flags_arg2")
+		a.Load(offArg(2))
+		a.Jset(unix.MSG_FASTOPEN, "deny", "allow")
 	}
 
-	a.label("socketpair")
-	a.load(offArg(0))
-	a.jeq(unix.AF_UNIX, "unix_type", "deny")
+	a.Label("socketpair")
+	a.Load(offArg(0))
+	a.Jeq(unix.AF_UNIX, "unix_type", "deny")
 
-	a.label("socket")
-	a.load(offArg(0))
-	a.jeq(unix.AF_UNIX, "unix_type", "")
-	a.jeq(unix.AF_NETLINK, "netlink", "")
+	a.Label("socket")
+	a.Load(offArg(0))
+	a.Jeq(unix.AF_UNIX, "unix_type", "")
+	a.Jeq(unix.AF_NETLINK, "netlink", "")
 	if inet {
-		a.jeq(unix.AF_INET, "inet", "")
-		a.jeq(unix.AF_INET6, "inet", "")
+		a.Jeq(unix.AF_INET, "inet", "")
+		a.Jeq(unix.AF_INET6, "inet", "")
 	}
-	a.jmp("deny")
+	a.Jmp("deny")
 
-	a.label("unix_type")
-	a.loadSocketType()
-	a.jeq(unix.SOCK_STREAM, "allow", "")
-	a.jeq(unix.SOCK_SEQPACKET, "allow", "deny")
+	a.Label("unix_type")
+	loadSocketType(a)
+	a.Jeq(unix.SOCK_STREAM, "allow", "")
+	a.Jeq(unix.SOCK_SEQPACKET, "allow", "deny")
 
-	a.label("netlink")
-	a.load(offArg(2))
+	a.Label("netlink")
+	a.Load(offArg(2))
 	for _, p := range protos {
-		a.jeq(p, "allow", "")
+		a.Jeq(p, "allow", "")
 	}
-	a.jmp("deny")
+	a.Jmp("deny")
 
 	if inet {
-		a.label("inet")
-		a.loadSocketType()
+		a.Label("inet")
+		loadSocketType(a)
 		if udp {
-			a.jeq(unix.SOCK_DGRAM, "udp", "")
+			a.Jeq(unix.SOCK_DGRAM, "udp", "")
 		}
-		a.jeq(unix.SOCK_STREAM, "", "deny")
-		a.load(offArg(2)) // never IPPROTO_MPTCP, SCTP, ...: Landlock does not see them
-		a.jeq(0, "allow", "")
-		a.jeq(unix.IPPROTO_TCP, "allow", "deny")
+		a.Jeq(unix.SOCK_STREAM, "", "deny")
+		a.Load(offArg(2)) // never IPPROTO_MPTCP, SCTP, ...: Landlock does not see them
+		a.Jeq(0, "allow", "")
+		a.Jeq(unix.IPPROTO_TCP, "allow", "deny")
 		if udp {
-			a.label("udp")
-			a.load(offArg(2)) // not ICMP (ping sockets) or UDP-Lite
-			a.jeq(0, "allow", "")
-			a.jeq(unix.IPPROTO_UDP, "allow", "deny")
+			a.Label("udp")
+			a.Load(offArg(2)) // not ICMP (ping sockets) or UDP-Lite
+			a.Jeq(0, "allow", "")
+			a.Jeq(unix.IPPROTO_UDP, "allow", "deny")
 		}
 	}
 
-	a.label("allow")
-	a.ret(unix.SECCOMP_RET_ALLOW)
-	a.label("deny")
-	a.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
-	a.label("enosys")
-	a.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))
-	return a.assemble()
+	a.Label("allow")
+	a.Ret(unix.SECCOMP_RET_ALLOW)
+	a.Label("deny")
+	a.Ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	a.Label("enosys")
+	a.Ret(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))
+	return a.Assemble()
 }

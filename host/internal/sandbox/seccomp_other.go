@@ -2,13 +2,7 @@
 
 package sandbox
 
-// nativeAudit 0: the network filter has not been written for this
-// architecture (its audit arch, a little-endian check of argument offsets),
-// and the sandbox refuses plugins rather than run them without it.
-const (
-	nativeAudit   = 0
-	x32SyscallBit = 0
-)
-
-// metadataLegacy: see seccomp_amd64.go.
+// metadataLegacy: see seccomp_amd64.go. The filters are not written for
+// this architecture (seccomp.NativeAudit is 0), and the sandbox refuses
+// plugins rather than run them without them.
 var metadataLegacy []uint32
