@@ -174,6 +174,7 @@ func (h *harness) scenarioTextfile() error {
 		return err
 	}
 	es := []*exporter{plex, ne}
+	load0 := loadAverage()
 	for _, e := range es {
 		body, err := h.getBody(e.url + e.path)
 		if err != nil {
@@ -242,7 +243,27 @@ func (h *harness) scenarioTextfile() error {
 			"node_exporter CPU ms", "plexporter CPU ms", "of it host", "of it plugin", "node_exporter / plexporter CPU",
 			"node_exporter wall ms", "plexporter wall ms"}, rows))
 	}
+	var pluginHWM int64
+	for _, pid := range plex.plugins {
+		if v, err := status(pid, "VmHWM"); err == nil {
+			pluginHWM = max(pluginHWM, v)
+		}
+	}
+	hostHWM, _ := status(plex.pid(), "VmHWM")
+	neHWM, _ := status(ne.pid(), "VmHWM")
+	sec.text = append(sec.text, fmt.Sprintf("Peak RSS (VmHWM) at the end: plexporter host %s MiB, textfile plugin %s MiB (its manifest's "+
+		"`limits.memory` is 128 MiB), node_exporter %s MiB. Load average (1, 5, 15 min) when the measurement began: %s; when it ended: %s.",
+		mib(float64(hostHWM)), mib(float64(pluginHWM)), mib(float64(neHWM)), load0, loadAverage()))
 	return nil
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }
 
 // thousands writes n with a comma between groups of three digits.
