@@ -57,6 +57,14 @@ type pace struct {
 	every time.Duration
 }
 
+// String says the pace in a sentence.
+func (p pace) String() string {
+	if p.every == 0 {
+		return "scrapes back to back"
+	}
+	return "one scrape every " + p.name
+}
+
 var textfilePaces = []pace{{"back-to-back", 0}, {"1 s", time.Second}, {"15 s", 15 * time.Second}}
 
 // pacedCell is a cell measured at a pace, with the period actually held
@@ -222,7 +230,7 @@ func (h *harness) scenarioTextfile() error {
 		}
 		var rows [][]string
 		for _, p := range textfilePaces {
-			h.logf("scenario 8: files %s, one scrape of each every %s, %d rounds", c.name, p.name, h.runs)
+			h.logf("scenario 8: files %s, %s, %d rounds", c.name, p, h.runs)
 			cells, err := h.measurePaced(es, p.every, h.runs, before)
 			if err != nil {
 				return fmt.Errorf("files %s, pace %s: %w", c.name, p.name, err)
@@ -231,7 +239,7 @@ func (h *harness) scenarioTextfile() error {
 			rows = append(rows, []string{p.name, fmt.Sprintf("%.2f", P.period),
 				ms(N.CPU()), ms(P.CPU()), ms(P.HostCPU()), ms(P.CPU() - P.HostCPU()),
 				"**" + ratio(N.CPU(), P.CPU()) + "**", ms(N.Wall()), ms(P.Wall())})
-			target := fmt.Sprintf("textfile, %s files × %d series, files %s, one scrape every %s", thousands(textfileFiles), textfileSeries, c.name, p.name)
+			target := fmt.Sprintf("textfile, %s files × %d series, files %s, %s", thousands(textfileFiles), textfileSeries, c.name, p)
 			if c.rewrite {
 				h.report.info("8", target+": report the CPU ratio (no target)",
 					fmt.Sprintf("node_exporter / plexporter = %s CPU, %s wall", ratio(N.CPU(), P.CPU()), ratio(N.Wall(), P.Wall())))
