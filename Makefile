@@ -171,9 +171,10 @@ $(TOOLS)/protoc-gen-go-grpc:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 
 ## bench: build, then run the performance harness (internal/bench,
-##        ~5 min on 2 cores): medians and same-run ratios as markdown on stdout
-##        and in docs/performance.md. Harness flags go in BENCH_FLAGS,
-##        e.g. BENCH_FLAGS='-scenarios 1 -sizes 100000'.
+##        ~8 min on 2 cores, 5 of them scenario 8): medians and same-run ratios
+##        as markdown on stdout and in docs/performance.md. Harness flags go in
+##        BENCH_FLAGS, e.g. BENCH_FLAGS='-scenarios 1 -sizes 100000', or
+##        BENCH_FLAGS='-scenarios 8 -out=' (textfile vs node_exporter only, to stdout).
 BENCH_FLAGS ?=
 bench: build
 	@mkdir -p $(BIN)/bench

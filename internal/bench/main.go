@@ -15,6 +15,9 @@
 //  6. 16 concurrent scrapers against 6 plugins: collects vs scrapes, errors
 //  7. plexporter-ethtool vs node_exporter --collector.ethtool (64 veth netdevs
 //     in a private network namespace)
+//  8. plexporter-textfile vs node_exporter --collector.textfile (1,000 files
+//     of 100 series; files unchanged and all rewritten between scrapes;
+//     back-to-back, one scrape per second and one per 15 s)
 //
 // Every figure is the median of -runs runs; a run repeats scrapes for at
 // least -min-run (CPU is read in clock ticks from /proc/<pid>/stat, so runs
@@ -84,7 +87,7 @@ func run() int {
 	flag.IntVar(&h.runs, "runs", 5, "runs per measurement (the median is reported); at least 5 for the report")
 	flag.DurationVar(&h.minRun, "min-run", 400*time.Millisecond, "minimum duration of one run (scrapes repeat until it has passed)")
 	flag.StringVar(&sizes, "sizes", "1000,10000,100000", "series counts of scenario 1")
-	flag.StringVar(&scen, "scenarios", "1,2,3,4,5,6,7", "scenarios to run (comma-separated)")
+	flag.StringVar(&scen, "scenarios", "1,2,3,4,5,6,7,8", "scenarios to run (comma-separated)")
 	flag.StringVar(&out, "out", "docs/performance.md", "markdown file to write (empty: stdout only)")
 	flag.StringVar(&h.profile, "profile", "missed", "CPU-profile the 100k scrape: missed (when a scenario 1 target is missed), always, never")
 	flag.BoolVar(&h.micro, "micro", true, "run the Go micro-benchmarks of the hot paths")
@@ -186,6 +189,7 @@ func run() int {
 		{"5", "cold start and memory", h.scenarioStartup},
 		{"6", "concurrent scrapers", h.scenarioConcurrency},
 		{"7", "ethtool vs node_exporter ethtool", h.scenarioEthtool},
+		{"8", "textfile vs node_exporter textfile", h.scenarioTextfile},
 	}
 	for _, s := range steps {
 		if !h.scenarios[s.id] {
