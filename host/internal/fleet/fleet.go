@@ -363,6 +363,16 @@ func (f *Fleet) settings(p discover.Plugin, pc config.Plugin, loc config.Locatio
 		return s, nil, err
 	}
 	s, warns, err := f.confine(p, s)
+	if ge := (*sandbox.GrantError)(nil); errors.As(err, &ge) {
+		where := "manifest " + p.Manifest
+		if p.Manifest == "" {
+			where = "the default manifest"
+		}
+		if pc.Manifest != nil {
+			where += fmt.Sprintf(" with the config file's plugins.%s.manifest override", p.Name)
+		}
+		err = fmt.Errorf("%s: %w", where, err)
+	}
 	if p.Manifest == "" && pc.Manifest == nil && f.opts.Sandbox {
 		// Logged once (Reconcile): the plugin runs, but a plugin that reads
 		// anything fails in ways that do not say "write a manifest".

@@ -108,8 +108,21 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 		// go-plugin hands RunnerFunc an empty command that carries only its
 		// handshake environment (SkipHostEnv), and a socket directory it made.
 		RunnerFunc: func(_ hclog.Logger, handshake *exec.Cmd, socketDir string) (runner.Runner, error) {
+			// Bounded before the plugin exists (socketfs.go); unmounted by
+			// the runner once the process has exited.
+			uid, gid := os.Geteuid(), os.Getegid()
+			if o.Sandbox != nil {
+				uid, gid = o.Sandbox.UID, o.Sandbox.GID
+			}
+			unmount := boundSocketDir(socketDir, uid, gid, log)
+			release := func() {
+				if unmount != nil {
+					unmount()
+				}
+			}
 			cmd, err := command(p, o, bin, environment(o, os.LookupEnv, handshake.Env), socketDir)
 			if err != nil {
+				release()
 				return nil, err
 			}
 			run, err = newProcessRunner(cmd, p.Path, p.Name, socketDir, log, func(stderr io.ReadCloser, crash *crashNote) io.ReadCloser {
@@ -120,10 +133,15 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 				budget.Dropped = o.LogDropped
 				return relayLogs(stderr, pluginlog.NewRelay(log, p.Name, o.LogLevel), budget, log, p.Name, crash)
 			})
-			if run != nil && o.Sandbox != nil {
+			if err != nil {
+				release()
+				return nil, err
+			}
+			run.release = release
+			if o.Sandbox != nil {
 				run.target, run.sandboxUID, run.sandboxGID = p.Target, o.Sandbox.UID, o.Sandbox.GID
 			}
-			return run, err
+			return run, nil
 		},
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: o.SocketParent},
 		// go-plugin's own dialer connects to whatever path the handshake

@@ -59,6 +59,9 @@ type processRunner struct {
 	sandboxGID     int
 	expected       atomic.Bool
 	closeLifeline  sync.Once
+	// release unmounts the socket directory's tmpfs (socketfs.go) once the
+	// process has exited, or its start failed; nil: nothing to undo.
+	release func()
 }
 
 var _ runner.Runner = (*processRunner)(nil)
@@ -98,6 +101,7 @@ func (r *processRunner) Start(context.Context) error {
 	pr.Close()
 	if err != nil {
 		pw.Close()
+		r.unmount() // go-plugin calls neither Wait nor Kill for a process that never started
 		return err
 	}
 	r.lifeline = pw
@@ -109,6 +113,7 @@ func (r *processRunner) Start(context.Context) error {
 func (r *processRunner) Wait(context.Context) error {
 	r.waitOnce.Do(func() {
 		r.exitErr = r.cmd.Wait()
+		r.unmount()
 		close(r.exited)
 	})
 	<-r.exited
@@ -116,6 +121,12 @@ func (r *processRunner) Wait(context.Context) error {
 		return nil
 	}
 	return r.exitErr
+}
+
+func (r *processRunner) unmount() {
+	if r.release != nil {
+		r.release()
+	}
 }
 
 // expectExit records that the host is about to end the process.
@@ -127,6 +138,7 @@ func (r *processRunner) expectExit() { r.expected.Store(true) }
 func (r *processRunner) Kill(context.Context) error {
 	r.expectExit()
 	if r.cmd.Process == nil {
+		r.unmount() // never started: no Wait to do it
 		return nil
 	}
 	r.closeLifeline.Do(func() {

@@ -123,8 +123,11 @@ func OpenRuntimeDir(base string, log *slog.Logger) (*RuntimeDir, error) {
 }
 
 // Close removes the instance directory and whatever plugin socket
-// directories are left in it.
-func (d *RuntimeDir) Close() error { return os.RemoveAll(d.Path) }
+// directories are left in it, their tmpfs mounts first.
+func (d *RuntimeDir) Close() error {
+	unmountBelow(d.Path, nil) // a socket directory whose plugin has not been reaped yet
+	return os.RemoveAll(d.Path)
+}
 
 // removeStale removes, from base, the instance directories of hosts that
 // are gone: only directories (not symlinks) named by instanceName and
@@ -159,6 +162,9 @@ func removeStale(base string, euid int, log *slog.Logger) {
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			continue // cannot tell: keep it
 		}
+		// Its plugins' socket directories are still mounted (socketfs.go):
+		// RemoveAll would empty them and fail on the mount points.
+		unmountBelow(path, log)
 		if err := os.RemoveAll(path); err != nil {
 			log.Warn("cannot remove the socket directory of a host that is gone", "dir", path, "err", err)
 			continue

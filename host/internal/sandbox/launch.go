@@ -1,11 +1,13 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -71,7 +73,12 @@ func apply(s *Spec) error {
 			return err
 		}
 		var err error
-		rulesetFD, rulesetFlags, err = landlockConfig.EnableLoggingForSubprocesses().NewRulesetFD(rules(s)...)
+		rs, release, err := rules(s)
+		if err != nil {
+			return err
+		}
+		rulesetFD, rulesetFlags, err = landlockConfig.EnableLoggingForSubprocesses().NewRulesetFD(rs...)
+		release()
 		if err != nil {
 			return fmt.Errorf("landlock ruleset: %w", err)
 		}
@@ -201,33 +208,78 @@ func credentials(s *Spec) error {
 
 // rules lists what the plugin may touch: its manifest's paths and, always,
 // its own binary, the dynamic loader's libraries, /dev/null and go-plugin's
-// socket directory.
-func rules(s *Spec) []landlock.Rule {
-	var out []landlock.Rule
-	add := func(paths []string, file, dir func(...string) landlock.FSRule, ioctl bool) {
+// socket directory. The manifest's paths are opened by openGrant (grants.go)
+// and named by their descriptors (/proc/self/fd/N), which release closes
+// once the ruleset is built.
+func rules(s *Spec) (out []landlock.Rule, release func(), err error) {
+	var fds []int
+	release = func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	kind := func(path string, file, dir func(...string) landlock.FSRule) landlock.FSRule {
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return dir(path)
+		}
+		return file(path)
+	}
+	grant := func(paths []string, file, dir func(...string) landlock.FSRule, ioctl bool) error {
 		for _, p := range paths {
 			for _, m := range expand(p) {
-				r := file(m)
-				if fi, err := os.Stat(m); err == nil && fi.IsDir() {
-					r = dir(m)
+				fd, err := openGrant(m)
+				if errors.Is(err, unix.ENOENT) {
+					continue // a missing grant is ignored, as IgnoreIfMissing does
 				}
+				if err != nil {
+					return err
+				}
+				fds = append(fds, fd)
+				r := kind("/proc/self/fd/"+strconv.Itoa(fd), file, dir)
 				if ioctl {
 					r = r.WithIoctlDev()
 				}
-				out = append(out, r.IgnoreIfMissing())
+				out = append(out, r)
+			}
+		}
+		return nil
+	}
+	add := func(paths []string, file, dir func(...string) landlock.FSRule) {
+		for _, p := range paths {
+			for _, m := range expand(p) {
+				out = append(out, kind(m, file, dir).IgnoreIfMissing())
 			}
 		}
 	}
-	add(s.ReadOnly, landlock.ROFiles, landlock.RODirs, false)
-	add(s.ReadWrite, landlock.RWFiles, landlock.RWDirs, false)
-	add(s.Devices, landlock.RWFiles, landlock.RWDirs, true)
-	add([]string{s.executable(), "/etc/ld.so.cache"}, landlock.ROFiles, landlock.RODirs, false)
-	add([]string{"/lib", "/lib64", "/usr/lib", "/usr/lib64"}, landlock.ROFiles, landlock.RODirs, false)
-	add([]string{"/dev/null"}, landlock.RWFiles, landlock.RWDirs, false)
-	if s.SocketDir != "" {
-		add([]string{s.SocketDir}, landlock.RWFiles, landlock.RWDirs, false)
+	for _, g := range []struct {
+		paths     []string
+		file, dir func(...string) landlock.FSRule
+		ioctl     bool
+	}{
+		{s.ReadOnly, landlock.ROFiles, landlock.RODirs, false},
+		{s.ReadWrite, landlock.RWFiles, landlock.RWDirs, false},
+		{s.Devices, landlock.RWFiles, landlock.RWDirs, true},
+	} {
+		if err := grant(g.paths, g.file, g.dir, g.ioctl); err != nil {
+			release()
+			return nil, nil, err
+		}
 	}
-	return append(out, netRules(s.Network)...)
+	// Connecting to the unix sockets the network grant names (network.go).
+	resolveUnix := func(paths ...string) landlock.FSRule {
+		return landlock.PathAccess(llsyscall.AccessFSResolveUnix, paths...)
+	}
+	if err := grant(s.Network.Unix, resolveUnix, resolveUnix, false); err != nil {
+		release()
+		return nil, nil, err
+	}
+	add([]string{s.executable(), "/etc/ld.so.cache"}, landlock.ROFiles, landlock.RODirs)
+	add([]string{"/lib", "/lib64", "/usr/lib", "/usr/lib64"}, landlock.ROFiles, landlock.RODirs)
+	add([]string{"/dev/null"}, landlock.RWFiles, landlock.RWDirs)
+	if s.SocketDir != "" {
+		add([]string{s.SocketDir}, landlock.RWFiles, landlock.RWDirs)
+	}
+	return append(out, netRules(s.Network)...), release, nil
 }
 
 // expand is a granted path as the ruleset names it: its glob's matches, or

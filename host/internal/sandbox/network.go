@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
-	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
@@ -98,9 +97,7 @@ func netRules(n manifest.Network) []landlock.Rule {
 			out = append(out, landlock.BindTCP(p))
 		}
 	}
-	for _, p := range n.Unix {
-		out = append(out, landlock.PathAccess(llsyscall.AccessFSResolveUnix, p).IgnoreIfMissing())
-	}
+	// n.Unix's paths: rules opens them (grants.go).
 	return out
 }
 

@@ -62,6 +62,11 @@ func Resolve(m *manifest.Manifest, binary, argv0 string, h Host) (spec *Spec, wa
 	s.PIDNamespace = !m.PIDNamespace.Host()
 	s.NetNamespace = ownNetNamespace(s.Network, h.Roots.Procfs, s.ReadOnly, s.ReadWrite, s.Devices)
 	s.Metadata = len(s.ReadWrite) > 0
+	// A symlink on the way to a grant that someone else could repoint
+	// (grants.go); the launcher checks again at every start.
+	if err := checkGrants(s); err != nil {
+		return nil, warnings, err
+	}
 	if v, err := landlockABI(); err != nil || v < 1 {
 		return nil, warnings, errors.New("the kernel has no Landlock, so the manifest's path rules cannot be enforced")
 	} else if len(s.Devices) > 0 && v < 5 {

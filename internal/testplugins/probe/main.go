@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,6 +65,10 @@ type config struct {
 	ForkBin string `json:"fork_bin"`
 	ShmMiB  int    `json:"shm_mib"`
 	Spin    int    `json:"spin"`
+	// Fill its socket directory (PLUGIN_UNIX_SOCKET_DIR) once, at the
+	// first Collect: files of 64 KiB until a write fails, then empty files
+	// until one cannot be made (issue 28 item 8). Kept, not removed.
+	FillSocketDir bool `json:"fill_socket_dir"`
 }
 
 var (
@@ -75,12 +80,53 @@ var (
 	hogDesc  = sdk.NewDesc("probe_hog_bytes", sdk.Gauge, "Bytes allocated and touched.")
 	forked   = sdk.NewDesc("probe_forked", sdk.Gauge, "Children started of those asked for (forks).")
 	shmDesc  = sdk.NewDesc("probe_shared_bytes", sdk.Gauge, "Bytes of MAP_SHARED memory mapped and filled (shm_mib), or 0 if the mapping was refused.")
+	filled   = sdk.NewDesc("probe_filled", sdk.Gauge, "What fill_socket_dir wrote into the socket directory before it failed.", "what")
 	nsDepth  = sdk.NewDesc("probe_pid_namespace_depth", sdk.Gauge, "PID namespaces the probe is in, counted from the initial one (the fields of NSpid in /proc/self/status).")
 )
 
 type probe struct {
 	cfg      config
 	abstract net.Listener // AbstractListen's, open for the plugin's life
+	fillOnce sync.Once
+	fillErr  error
+	fillB    int64 // bytes written
+	fillN    int   // files made
+}
+
+// fill writes into dir until the file system refuses: 64 KiB files (blocks),
+// then empty ones (inodes). Its error is the first refusal of each kind
+// that is not ENOSPC (nil if both ended in ENOSPC).
+func (p *probe) fill(dir string) {
+	chunk := make([]byte, 64<<10)
+	var err error
+	for i := 0; ; i++ {
+		var f *os.File
+		if f, err = os.Create(filepath.Join(dir, fmt.Sprintf("fill-%d", i))); err != nil {
+			break
+		}
+		p.fillN++
+		n, werr := f.Write(chunk)
+		p.fillB += int64(n)
+		f.Close()
+		if err = werr; err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, syscall.ENOSPC) {
+		p.fillErr = fmt.Errorf("fill blocks: %w", err)
+		return
+	}
+	for i := 0; ; i++ {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("inode-%d", i)))
+		if err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				p.fillErr = fmt.Errorf("fill inodes: %w", err)
+			}
+			return
+		}
+		f.Close()
+		p.fillN++
+	}
 }
 
 func (p *probe) Info() sdk.Info {
@@ -288,6 +334,12 @@ func (p *probe) Collect(_ context.Context, w *sdk.Writer) error {
 	}
 	if p.cfg.ShmMiB > 0 {
 		shm(w, p.cfg.ShmMiB)
+	}
+	if p.cfg.FillSocketDir {
+		p.fillOnce.Do(func() { p.fill(os.Getenv("PLUGIN_UNIX_SOCKET_DIR")) })
+		w.Gauge(filled, float64(p.fillB), "bytes")
+		w.Gauge(filled, float64(p.fillN), "files")
+		check("fill_socket_dir_enospc", p.fillErr)
 	}
 	if p.cfg.HogMiB > 0 {
 		buf := make([]byte, p.cfg.HogMiB<<20)
