@@ -113,10 +113,12 @@ func TestStatfsBoundedByScrapeDeadline(t *testing.T) {
 	defer close(hung)
 	fake := &fakeStatfs{block: map[string]chan struct{}{"/host/data": hung}}
 	c := sdktest.Client(t, fixturePlugin(t, fake), fixtureOptions(t, "vm", map[string]any{"statfs_timeout": "30s"}))
+	// 10 s: the plugin leaves a tenth of it (1 s) for writing and sending,
+	// which no load reaches; a 1 s deadline left 100 ms.
 	start := time.Now()
-	res := sdktest.Collect(t, c, time.Second)
+	res := sdktest.Collect(t, c, 10*time.Second)
 	if res.Status != nil {
-		t.Fatalf("collect with a 1s deadline and statfs_timeout 30s failed after %s: %v", time.Since(start), res.Status)
+		t.Fatalf("collect with a 10s deadline and statfs_timeout 30s failed after %s: %v", time.Since(start), res.Status)
 	}
 	if errs := errorsOf(res, collectorFilesystem); len(errs) != 1 || !strings.Contains(errs[0], "/host/data") {
 		t.Errorf("filesystem errors %q", errs)

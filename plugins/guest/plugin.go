@@ -16,8 +16,10 @@ import (
 	"github.com/plexporter/plexporter/sdk"
 )
 
-// statfsReserve is the part of the scrape's remaining time the statfs calls
-// leave for writing and sending the samples.
+// statfsReserve is the least part of the scrape's remaining time the
+// statfs calls leave for writing and sending the samples; they leave a
+// tenth of it when that is more, so that a loaded node, where writing and
+// sending take longer, does not lose the whole scrape to one hung mount.
 const statfsReserve = 100 * time.Millisecond
 
 // plugin exports a VM guest's own view of its health: procfs on every
@@ -297,7 +299,8 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 }
 
 // collectFilesystems statfs's the selected mounts, never past the scrape's
-// deadline (less statfsReserve) nor statfs_timeout.
+// deadline (less statfsReserve or a tenth of the time left) nor
+// statfs_timeout.
 func (p *plugin) collectFilesystems(ctx context.Context, w *sdk.Writer, src sources, rootfs string, c config, fail failFunc) {
 	infos, err := p.readMounts(src.proc, c.MountinfoPID)
 	if err != nil {
@@ -306,8 +309,10 @@ func (p *plugin) collectFilesystems(ctx context.Context, w *sdk.Writer, src sour
 	}
 	mounts := selectMounts(infos, rootfs, c.FilesystemTypes, c.excludeRE)
 	deadline := time.Now().Add(c.StatfsTimeout.Duration)
-	if d, ok := ctx.Deadline(); ok && d.Add(-statfsReserve).Before(deadline) {
-		deadline = d.Add(-statfsReserve)
+	if d, ok := ctx.Deadline(); ok {
+		if last := d.Add(-max(statfsReserve, time.Until(d)/10)); last.Before(deadline) {
+			deadline = last
+		}
 	}
 	writeFilesystems(w, mounts, p.statfs.run(mounts, deadline), fail)
 }
