@@ -37,10 +37,12 @@ func TestPackagesAreReproducible(t *testing.T) {
 		"TOOLS=" + filepath.Join(root, "bin", "tools"),
 	}
 	epoch := "SOURCE_DATE_EPOCH=" + git("log", "-1", "--format=%ct")
-	first := packages(t) // in the repository, as make package runs there
+	// The copy first, at the moment vars and epoch were read: a commit made
+	// while the first build runs must not end up in one build only.
 	dir := t.TempDir()
 	copy2 := filepath.Join(dir, "elsewhere", "a-longer-directory-name", "plexporter")
 	copyTracked(t, root, copy2)
+	first := packages(t) // in the repository, as make package runs there
 	second, err := makePackage(copy2, filepath.Join(dir, "pkg2"), vars, []string{epoch, "GOCACHE=" + filepath.Join(dir, "gocache")})
 	if err != nil {
 		t.Fatal(err)
