@@ -289,6 +289,13 @@ func checkLimitsMemoryShm(l *lab) error {
 	if o, err := e.value("plexporter_plugin_oom_kills_total", "plugin", "quiet"); err == nil && o != 0 {
 		errs = append(errs, fmt.Errorf("the other plugin was OOM-killed %v times", o))
 	}
+	// Its collect answered while the shm plugin is killed over and over.
+	quiet, err := newScraper("http://" + limitsAddr + "/metrics?collect[]=quiet").scrape()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("the other plugin's scrape: %w", err))
+	} else if ok, err := quiet.value("plexporter_plugin_scrape_success", "plugin", "quiet"); err != nil || ok != 1 || len(quiet.series("probe_identity")) == 0 {
+		errs = append(errs, fmt.Errorf("the other plugin's scrape: success %v (%v), %d probe_identity series", ok, err, len(quiet.series("probe_identity"))))
+	}
 	var g string
 	var gErr error
 	// The shm plugin is killed and restarted over and over; its current
@@ -308,7 +315,7 @@ func checkLimitsMemoryShm(l *lab) error {
 	}
 	peak, _ := cgroupFile(g, "memory.peak")
 	events, _ := cgroupFile(g, "memory.events")
-	l.note("shm: %v OOM kills counted, %v restarts, probe_shared_bytes %v (series present: %v); the other plugin up, 0 restarts; current cgroup %s: memory.max %s, memory.peak %s, memory.events %q",
+	l.note("shm: %v OOM kills counted, %v restarts, probe_shared_bytes %v (series present: %v); the other plugin up, 0 restarts, its scrape answered; current cgroup %s: memory.max %s, memory.peak %s, memory.events %q",
 		ooms, restarts, shared, len(e.series("probe_shared_bytes")) > 0, strings.TrimPrefix(g, cgroupMount), max, peak, strings.ReplaceAll(events, "\n", ", "))
 	return errors.Join(errs...)
 }
