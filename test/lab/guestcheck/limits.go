@@ -409,37 +409,3 @@ func checkLimitsNoWarning(l *lab) error {
 	l.note("no %q line in %d host logs", notEnforced, len(logs))
 	return errors.Join(errs...)
 }
-
-// checkEBPFNFSAtConfigure: the NFS mounts exist before the installed host
-// starts (guest.sh), so the ebpf plugin loads its NFS group at Configure,
-// before it seals program loading, and never needs the restart it does for
-// a group that must load later (plugins/ebpf/seal.go).
-func checkEBPFNFSAtConfigure(l *lab) error {
-	e, err := l.s.scrape()
-	if err != nil {
-		return err
-	}
-	var errs []error
-	restarts, err := e.value("plexporter_plugin_restarts_total", "plugin", "ebpf")
-	if err != nil || restarts != 0 {
-		errs = append(errs, fmt.Errorf("plexporter_plugin_restarts_total{plugin=\"ebpf\"} = %v (%v), want 0", restarts, err))
-	}
-	loaded := false
-	for _, m := range e.series("ebpf_program_loaded", "program", "rpc_stats_latency") {
-		loaded = loaded || sampleValue(m) == 1
-	}
-	if !loaded {
-		errs = append(errs, errors.New("the NFS program rpc_stats_latency is not loaded"))
-	}
-	b, err := os.ReadFile(hostLog)
-	if err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	// Noted, not required: the plugin logs it at info level.
-	sealed := strings.Contains(string(b), "BPF program loading sealed")
-	if strings.Contains(string(b), "exiting so that the host restarts the plugin") {
-		errs = append(errs, errors.New("the ebpf plugin ended itself to be restarted (host log)"))
-	}
-	l.note("ebpf: restarts %v, rpc_stats_latency loaded %v, \"sealed\" in the host log %v", restarts, loaded, sealed)
-	return errors.Join(errs...)
-}

@@ -153,7 +153,6 @@ func allChecks(ready time.Duration) []check {
 		{name: "ebpf/nfs-latency", run: checkEBPFNFSLatency},
 		{name: "ebpf/tcp-connections-kprobe", run: checkEBPFKprobeConnections},
 		{name: "rdma/device-readded", run: checkRDMADeviceReadded},
-		{name: "ebpf/nfs-loaded-at-configure", run: checkEBPFNFSAtConfigure},
 		{name: "limits/pids", run: checkLimitsPids},
 		{name: "limits/memory-shm", run: checkLimitsMemoryShm},
 		{name: "limits/cpu", run: checkLimitsCPU},
