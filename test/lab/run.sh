@@ -43,12 +43,15 @@ fi
 ls "$PKGS"/plexporter_*.deb >/dev/null 2>&1 || { echo "lab: no plexporter_*.deb in $PKGS" >&2; exit 1; }
 step "guestcheck and initramfs"
 CGO_ENABLED=0 ${GO:-go} build -trimpath -o "$WORK/guestcheck" ./test/lab/guestcheck
+# The test-only probe plugin (never packaged): the limits/* checks run it
+# as hostile plugins under a second host in the guest.
+CGO_ENABLED=0 ${GO:-go} build -trimpath -o "$WORK/probe" ./internal/testplugins/probe
 "$HERE/build-initramfs.sh" "$WORK" "$PKGS"
 
 SHARE=$WORK/share
 rm -rf "$SHARE"
 mkdir -p "$SHARE/out"
-cp "$HERE/guest.sh" "$WORK/guestcheck" "$HERE/plexporter.yml" "$SHARE/"
+cp "$HERE/guest.sh" "$WORK/guestcheck" "$WORK/probe" "$HERE/plexporter.yml" "$SHARE/"
 rm -f "$WORK/nvme.img"
 truncate -s 256M "$WORK/nvme.img"
 

@@ -153,6 +153,10 @@ func allChecks(ready time.Duration) []check {
 		{name: "ebpf/nfs-latency", run: checkEBPFNFSLatency},
 		{name: "ebpf/tcp-connections-kprobe", run: checkEBPFKprobeConnections},
 		{name: "rdma/device-readded", run: checkRDMADeviceReadded},
+		{name: "limits/pids", run: checkLimitsPids},
+		{name: "limits/memory-shm", run: checkLimitsMemoryShm},
+		{name: "limits/cpu", run: checkLimitsCPU},
+		{name: "limits/no-warning", run: checkLimitsNoWarning},
 		// Last: a dentry reclaim broke procfs reads through Landlock rules
 		// for the rest of the run (README Findings 2, fixed in the
 		// launcher); should it come back, no other check depends on it.
