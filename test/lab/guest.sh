@@ -76,7 +76,18 @@ rc=$?
 step "checks done rc=$rc"
 wget -q -O "$O/metrics.txt" http://127.0.0.1:9880/metrics
 ps -o pid,user,args >"$O/ps.txt" 2>&1
-kill "$host"; wait "$host"
+# SIGTERM, as systemd stops it; a host that has not exited 60 s later is a
+# failure that says so (the guest once hung here), not a hang until the
+# lab's timeout.
+kill "$host"
+for _ in $(seq 60); do kill -0 "$host" 2>/dev/null || break; sleep 1; done
+if kill -0 "$host" 2>/dev/null; then
+	step "FAIL: the host did not exit within 60 s of SIGTERM"
+	ps -o pid,user,stat,args >"$O/ps-at-stop.txt" 2>&1
+	kill -9 "$host"
+	rc=1
+fi
+wait "$host"
 
 cat /proc/self/mountstats >"$O/mountstats.txt"
 dmesg >"$O/dmesg.txt"
