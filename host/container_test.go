@@ -404,8 +404,10 @@ func TestContainerLayouts(t *testing.T) {
 				}
 			}
 			// rdma and nvme: the node's sysfs at /host/sys, in any network.
-			if n := count(mfs, "rdma_port_info", "netdev", "ens1f0np0"); n != 1 || len(mfs["rdma_port_info"].GetMetric()) != 5 {
-				t.Errorf("rdma: %d ports, want the fixture's 5", len(mfs["rdma_port_info"].GetMetric()))
+			// 6: the fixture's 5 and the demo's second RoCE port (mlx5_3,
+			// 802.3x pause on, internal/demo/demotree).
+			if n := count(mfs, "rdma_port_info", "netdev", "ens1f0np0"); n != 1 || len(mfs["rdma_port_info"].GetMetric()) != 6 {
+				t.Errorf("rdma: %d ports, want the demo tree's 6", len(mfs["rdma_port_info"].GetMetric()))
 			}
 			if len(mfs["rdma_port_rcv_data_total"].GetMetric()) == 0 {
 				t.Error("rdma: no port counters through /host/sys")
