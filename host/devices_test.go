@@ -11,6 +11,7 @@ import (
 // label. The cross-plugin case (rdma and ethtool families of one device)
 // is pinned in internal/merge; this checks the flag reaches the guard.
 func TestDeviceExcludeAcrossPlugins(t *testing.T) {
+	t.Parallel() // it mostly waits for plugins to start; its hosts share nothing
 	st := newSandboxTree(t)
 	installShipped(t, st)
 	tree := demoTree(t)

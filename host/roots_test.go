@@ -112,6 +112,7 @@ func familyCount(series []string, prefix string) int {
 }
 
 func TestShippedPluginsFollowTheRoots(t *testing.T) {
+	t.Parallel() // it mostly waits for plugins to start; its hosts share nothing
 	st := newSandboxTree(t)
 	names := installShipped(t, st)
 	tree := demoTree(t)
@@ -159,6 +160,7 @@ func TestShippedPluginsFollowTheRoots(t *testing.T) {
 // (what every shipped manifest did before placeholders) reads nothing: the
 // test above fails without the placeholders.
 func TestAbsoluteGrantsDoNotFollowTheRoots(t *testing.T) {
+	t.Parallel() // it mostly waits for plugins to start; its hosts share nothing
 	st := newSandboxTree(t)
 	installShipped(t, st)
 	os.WriteFile(filepath.Join(st.plugins, "plexporter-rdma.yaml"), []byte("paths: {read_only: [/sys/class/infiniband, /sys/devices, /sys/bus/pci/devices]}\nnetwork: {netlink: [rdma]}\n"), 0o644)
@@ -199,6 +201,7 @@ type deniedSource struct {
 // (the source's directory is denied), and the class directory granted
 // without the device directories it links to.
 func TestDeniedSourcesAreCollectErrors(t *testing.T) {
+	t.Parallel() // it mostly waits for plugins to start; its hosts share nothing
 	for _, layout := range []struct {
 		name, overrides string
 		want            []deniedSource

@@ -112,8 +112,6 @@ func (st *sandboxTree) probeConfig(hog int) string {
 // args say otherwise.
 func startSandboxHost(t *testing.T, st *sandboxTree, pluginsYAML string, args ...string) *host {
 	t.Helper()
-	t.Setenv("PROBE_ALLOWED", "1")
-	t.Setenv("PROBE_SECRET", "1")
 	if !slices.Contains(args, "--no-plugin.sandbox") {
 		args = append(args, "--plugin.sandbox")
 	}
