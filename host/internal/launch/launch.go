@@ -61,6 +61,9 @@ type Options struct {
 	// DefaultLogBudget); lines it drops are counted in LogDropped.
 	LogBudget  *LogBudget
 	LogDropped *atomic.Uint64
+	// StdioBudget bounds what go-plugin's own streams from the plugin cost
+	// the host (nil: DefaultStdioBudget).
+	StdioBudget *StdioBudget
 }
 
 // PinError is Start's answer for a binary that is not the one its manifest
@@ -102,6 +105,10 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 		return nil, &PinError{Path: p.Target, SHA256: sum, Pin: o.SHA256}
 	}
 	var run *processRunner
+	stdio := DefaultStdioBudget
+	if o.StdioBudget != nil {
+		stdio = *o.StdioBudget
+	}
 	gp := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  transport.Handshake,
 		VersionedPlugins: transport.PluginSet(nil),
@@ -148,7 +155,7 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 		// named; ours only to the socket the runner checked (runner.go).
 		GRPCDialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return run.dial(ctx)
-		})},
+		}), grpc.WithChainStreamInterceptor(budgetGoPluginStreams(stdio))},
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,

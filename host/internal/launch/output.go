@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,6 +24,12 @@ import (
 // handshake line matters to the host; longer lines are cut here.
 const stdoutLineLimit = 16 << 10
 
+// stdoutReadRate bounds the bytes a second the host reads from a plugin's
+// stdout (after a burst of as many): a C library's printf flooding fd 1
+// is then slowed by its own blocked writes instead of costing the host a
+// read loop at pipe speed.
+const stdoutReadRate = 1 << 20
+
 // boundStdout returns the plugin's stdout with every line cut to
 // stdoutLineLimit bytes (the rest of the line is dropped and the line
 // counted in truncated), and keeps draining the pipe to its end whatever
@@ -32,7 +39,7 @@ func boundStdout(r io.ReadCloser, truncated *atomic.Int64, first func()) io.Read
 	pr, pw := io.Pipe()
 	go func() {
 		defer r.Close()
-		br := bufio.NewReaderSize(r, stdoutLineLimit)
+		br := bufio.NewReaderSize(&throttle{r: r, b: newBucket(stdoutReadRate, stdoutReadRate, time.Now())}, stdoutLineLimit)
 		cutting := false
 		for {
 			line, isPrefix, err := br.ReadLine()

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,6 +49,7 @@ type config struct {
 	Flood         bool     `json:"flood"`           // after the rest, write gauges without end until the host stops the stream
 	InvalidUTF8   bool     `json:"invalid_utf8"`    // first of all, a series whose label value is not valid UTF-8
 	StdoutBytes   int      `json:"stdout_bytes"`    // write a line this long to stdout in every Collect (a library's printf)
+	StdioFlood    string   `json:"stdio_flood"`     // from Configure on, write without end to "stream" (os.Stdout: go-plugin's stdio stream to the host) or "fd" (fd 1, as C's printf); chaos_stdio_written_bytes says how much got through
 	Crash         string   `json:"crash"`           // crash the process in Collect: "panic" (unrecovered, in a goroutine), "segv" (nil dereference) or "abort" (SIGABRT)
 	WarningBytes  int      `json:"warning_bytes"`   // one configuration warning this long (an oversized Configure answer)
 	WarningCount  int      `json:"warning_count"`   // this many distinct configuration warnings
@@ -87,6 +89,8 @@ var (
 	hugeValue    = strings.Repeat("x", 1<<20)
 	flood        = sdk.NewDesc("chaos_flood", sdk.Gauge, "Series of a plugin that never stops.", "plugin", "i")
 	collects     = sdk.NewDesc("chaos_collects_total", sdk.Counter, "Collect calls this process served.", "plugin")
+	stdioWritten = sdk.NewDesc("chaos_stdio_written_bytes", sdk.Gauge, "Bytes the stdio flood has written to os.Stdout so far.", "plugin")
+	stdioBytes   atomic.Int64
 	histBounds   = []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1}
 	histCumulate = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 )
@@ -178,6 +182,25 @@ func (c *chaos) Configure(_ context.Context, cfg sdk.Config) error {
 			}
 		}()
 	}
+	if c.cfg.StdioFlood != "" {
+		// os.Stdout is not fd 1: go-plugin's Serve points it at a pipe whose
+		// every chunk it sends the host on its GRPCStdio stream. fd 1 is
+		// the pipe the host reads the handshake from.
+		write := os.Stdout.Write
+		if c.cfg.StdioFlood == "fd" {
+			write = func(b []byte) (int, error) { return syscall.Write(1, b) }
+		}
+		chunk := bytes.Repeat([]byte{'s'}, 1<<10)
+		go func() {
+			for {
+				n, err := write(chunk)
+				stdioBytes.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
 	if c.cfg.PIDFile != "" {
 		if err := os.WriteFile(c.cfg.PIDFile, []byte(fmt.Sprintf("%d %d\n", os.Getpid(), child)), 0o644); err != nil {
 			return err
@@ -189,6 +212,9 @@ func (c *chaos) Configure(_ context.Context, cfg sdk.Config) error {
 func (c *chaos) Collect(ctx context.Context, w *sdk.Writer) error {
 	c.collects++
 	w.Counter(collects, float64(c.collects), c.name)
+	if c.cfg.StdioFlood != "" {
+		w.Gauge(stdioWritten, float64(stdioBytes.Load()), c.name)
+	}
 	if c.cfg.Sleep != "" {
 		d, err := time.ParseDuration(c.cfg.Sleep)
 		if err != nil {
