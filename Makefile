@@ -136,9 +136,10 @@ cross:
 
 unit:
 	@# -timeout: the deploy package builds every release binary twice (the
-	@# packages, and the reproducibility check with an empty build cache);
-	@# about 8 minutes quiet, but it passed 30 minutes on a 2-core machine at
-	@# load 13 (beside stress-ng), so the safety net is an hour
+	@# packages, and the reproducibility check's copy, which shares the build
+	@# cache); it once passed 30 minutes on a 2-core machine at load 13
+	@# (beside stress-ng, when the check's cache was empty), so the safety
+	@# net is an hour
 	$(GO) test -count=1 -timeout 60m ./...
 	@# the concurrent core again under the race detector (needs cgo)
 	CGO_ENABLED=1 $(GO) test -count=1 -race ./sdk/ ./sdk/fixture/ ./sdk/metricfilter/ ./internal/batch/ ./internal/merge/ ./host/internal/expose/ ./host/internal/scrape/ ./host/internal/supervise/
