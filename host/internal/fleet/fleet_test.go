@@ -179,7 +179,7 @@ func TestPluginWithoutManifestIsWarnedAboutUnderTheSandbox(t *testing.T) {
 	p := discover.Plugin{Name: "demo", Path: bin, Target: bin}
 	for _, sandboxed := range []bool{true, false} {
 		f := New(Options{Sandbox: sandboxed, InsecurePermissions: true}, slog.New(slog.DiscardHandler))
-		_, warns, _ := f.settings(p, config.Plugin{}, config.Location{})
+		_, warns, _ := f.settings(p, &config.File{})
 		got := strings.Join(warns, "\n")
 		if want := "plugin has no manifest (" + bin + ".yaml"; sandboxed != strings.Contains(got, want) {
 			t.Errorf("sandbox %v: warnings %q; want the no-manifest warning only under the sandbox", sandboxed, got)
@@ -188,7 +188,7 @@ func TestPluginWithoutManifestIsWarnedAboutUnderTheSandbox(t *testing.T) {
 			t.Errorf("the warning must say what the default sandbox is: %q", got)
 		}
 		// With a manifest, or an override in the config file, no warning.
-		_, warns, _ = f.settings(p, config.Plugin{Manifest: &manifest.Manifest{}}, config.Location{})
+		_, warns, _ = f.settings(p, &config.File{Plugins: map[string]config.Plugin{"demo": {Manifest: &manifest.Manifest{}}}})
 		if strings.Contains(strings.Join(warns, "\n"), "no manifest") {
 			t.Errorf("sandbox %v: a config file override is a manifest: %q", sandboxed, warns)
 		}
