@@ -391,7 +391,11 @@ func (f *File) CapabilityOptIn(plugin, manifestFile string, m *manifest.Manifest
 	default:
 		todo = fmt.Sprintf("add %q under plugins.%s in %s", line, plugin, f.path)
 	}
-	return fmt.Errorf("plugin %s: %s grants %s, which only the operator can allow (docs/security.md, capabilities that need the operator's opt-in): to run it with them, %s and reload", plugin, where, strings.Join(caps, ", "), todo)
+	them := "it"
+	if len(missing) > 1 {
+		them = "them"
+	}
+	return fmt.Errorf("plugin %s: %s grants %s, which only the operator can allow (docs/security.md, capabilities that need the operator's opt-in); to allow %s, %s and reload", plugin, where, strings.Join(caps, ", "), them, todo)
 }
 
 // lookup returns the key and value nodes of key in mapping n, or nils.
