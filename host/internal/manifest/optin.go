@@ -52,7 +52,7 @@ func (m *Manifest) knownSafe(c string) string {
 		return "not a known-safe capability"
 	}
 	if c == "CAP_DAC_READ_SEARCH" && len(m.Paths.Devices) > 0 {
-		return "known-safe only in a manifest without paths.devices (with a device grant it reads the raw device)"
+		return "known-safe only in a manifest without paths.devices: with a device grant it reads the raw device"
 	}
 	return ""
 }
