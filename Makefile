@@ -51,9 +51,11 @@ collectors:
 	@mkdir -p $(BIN)/collectors
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -Isdk/cabi -o $(BIN)/collectors/libplexporter_loadavg.so sdk/cabi/examples/loadavg.c
 
-## run: build, then serve on $(LISTEN) with the shipped plugins
+## run: build, then serve on $(LISTEN) with the shipped plugins and the
+##      shipped config (deploy/etc/plexporter.yml: its opt-ins to the
+##      privileged plugins' capabilities matter as root, under the sandbox)
 run: build
-	./$(BIN)/plexporter --plugin.dir=./$(BIN)/plugins --web.listen-address=$(LISTEN) $(RUN_ARGS)
+	./$(BIN)/plexporter --plugin.dir=./$(BIN)/plugins --config.file=deploy/etc/plexporter.yml --web.listen-address=$(LISTEN) $(RUN_ARGS)
 
 ## demo: the host and every shipped plugin, each in its manifest's sandbox
 ##       (as root; unsandboxed otherwise), over one node built from the

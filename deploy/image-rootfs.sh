@@ -6,6 +6,10 @@
 #   /usr/lib/plexporter/plugins/plexporter-<p>   every plugin (static), 0755
 #   /usr/lib/plexporter/plugins/plexporter-<p>.yaml  its manifest, 0644
 #   /etc/plexporter/plugins.d/                   the second default plugin dir
+#   /etc/plexporter/plexporter.yml               the shipped config (its opt-ins
+#                                                to the privileged plugins'
+#                                                capabilities); a pod's
+#                                                ConfigMap replaces it
 #   /etc/passwd, /etc/group                      root, plexporter, nobody/nogroup
 #   /run/plexporter/                             the host's runtime directory
 #                                                (plugin sockets; a volume in a pod)
@@ -35,6 +39,7 @@ for m in plugins/*/main.go; do
 	install -m 0755 "$build/plexporter-$p" "$root/usr/lib/plexporter/plugins/plexporter-$p"
 	install -m 0644 "plugins/$p/plexporter-$p.yaml" "$root/usr/lib/plexporter/plugins/plexporter-$p.yaml"
 done
+install -m 0644 deploy/etc/plexporter.yml "$root/etc/plexporter/plexporter.yml"
 install -m 0644 deploy/image/passwd "$root/etc/passwd"
 install -m 0644 deploy/image/group "$root/etc/group"
 echo "image file tree in $root (build with: docker build -f deploy/Dockerfile $root)"

@@ -48,6 +48,8 @@ func TestImageRootfs(t *testing.T) {
 		"/usr/bin/plexporter": 0o755,
 		"/etc/passwd":         0o644,
 		"/etc/group":          0o644,
+		// the shipped config, with its capability opt-ins
+		"/etc/plexporter/plexporter.yml": 0o644,
 	}
 	for _, p := range staticPlugins(t) {
 		want["/usr/lib/plexporter/plugins/plexporter-"+p] = 0o755
@@ -156,9 +158,10 @@ func colonFile(t *testing.T, path string) map[string][]string {
 
 // TestImageRuns runs the image's host chrooted into the tree, as a
 // container runtime would (the tree plus the kernel's /proc, /sys and /dev,
-// nothing else), and requires every plugin to start, sandboxed as the
-// image's plexporter user: the static binaries and the image's passwd are
-// all the host needs. Root only (chroot, mounts, the sandbox).
+// nothing else), with the image's config as its CMD names it, and requires
+// every plugin to start, sandboxed as the image's plexporter user: the
+// static binaries, the image's passwd and the shipped config's capability
+// opt-ins are all the host needs. Root only (chroot, mounts, the sandbox).
 func TestImageRuns(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: chroot and the plugin sandbox")
@@ -167,7 +170,7 @@ func TestImageRuns(t *testing.T) {
 	root := imageRootfs(t)
 	script := `set -e
 for d in proc sys dev; do mkdir -p "$1/$d"; mount --rbind "/$d" "$1/$d"; done
-exec chroot "$1" /usr/bin/plexporter --log.level=debug plugins`
+exec chroot "$1" /usr/bin/plexporter --log.level=debug --config.file=/etc/plexporter/plexporter.yml plugins`
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", root)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

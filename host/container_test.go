@@ -178,7 +178,8 @@ func podCapabilities(t *testing.T) []string {
 // sysfs only and this kernel has no RDMA netlink; ethtool: the fixtures'
 // RDMA netdevs do not exist, so it reads the node's NICs (driver
 // statistics); nvme: no controller to open; nfs: the node's mounts and
-// sockets, as deploy/kubernetes/storage-client.yaml reads them.
+// sockets, as deploy/kubernetes/storage-client.yaml reads them; nvme opted
+// in to its manifest's capabilities, as deploy/kubernetes/gpu-node.yaml does.
 const podConfig = `plugins:
   rdma:
     config: {optional_counters: false}
@@ -186,6 +187,7 @@ const podConfig = `plugins:
     config: {rdma: false, driver_stats: true}
   nvme:
     config: {smart: false}
+    allow_capabilities: [CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH]
   nfs:
     config: {mountstats_path: /host/proc/1/mountstats, net_dir: /host/proc/1/net}
     manifest:

@@ -119,6 +119,13 @@ func startHost(t testing.TB, plugins []string, pluginsYAML string, extraArgs ...
 // startHostIn runs plexporter on an existing plugin directory.
 func startHostIn(t testing.TB, dir, pluginsYAML string, extraArgs ...string) *host {
 	t.Helper()
+	return startHostBinary(t, filepath.Join(binDir, "plexporter"), dir, pluginsYAML, extraArgs...)
+}
+
+// startHostBinary is startHostIn with another build of the host (a test
+// build with a protection off).
+func startHostBinary(t testing.TB, binary, dir, pluginsYAML string, extraArgs ...string) *host {
+	t.Helper()
 	h := &host{t: t, dir: dir, logs: &bytes.Buffer{}}
 	h.cfgPath = filepath.Join(t.TempDir(), "plexporter.yml")
 	h.writeConfig(pluginsYAML)
@@ -131,7 +138,7 @@ func startHostIn(t testing.TB, dir, pluginsYAML string, extraArgs ...string) *ho
 		args = append(args, "--no-plugin.sandbox")
 	}
 	args = append(args, extraArgs...)
-	h.cmd = exec.Command(filepath.Join(binDir, "plexporter"), args...)
+	h.cmd = exec.Command(binary, args...)
 	h.cmd.Stdout, h.cmd.Stderr = h.logs, h.logs
 	h.cmd.Env = os.Environ()
 	if err := h.cmd.Start(); err != nil {

@@ -46,7 +46,7 @@ func TestGrantedSymlinkIsNotFollowed(t *testing.T) {
 	cfg := ""
 	for name, dir := range plugins {
 		st.install(t, name, manifest(filepath.Join(dir, "job-mapping")))
-		cfg += fmt.Sprintf("  %s: {config: {read_granted: %q}}\n", name, filepath.Join(dir, "job-mapping", "key"))
+		cfg += fmt.Sprintf("  %s: {config: {read_granted: %q}, allow_capabilities: [CAP_DAC_OVERRIDE]}\n", name, filepath.Join(dir, "job-mapping", "key"))
 	}
 	h := startSandboxHost(t, st, cfg)
 	text, mfs := h.scrape("")

@@ -20,6 +20,7 @@ import (
 
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	dto "github.com/prometheus/client_model/go"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/plexporter/plexporter/host/internal/launch"
 )
@@ -109,9 +110,11 @@ func (st *sandboxTree) probeConfig(hog int) string {
 }
 
 // startSandboxHost runs a host on the tree's plugin dir, sandbox on unless
-// args say otherwise.
+// args say otherwise, with the shipped config's opt-ins to the shipped
+// privileged plugins' capabilities (withShippedOptIns).
 func startSandboxHost(t *testing.T, st *sandboxTree, pluginsYAML string, args ...string) *host {
 	t.Helper()
+	pluginsYAML = withShippedOptIns(t, pluginsYAML)
 	if !slices.Contains(args, "--no-plugin.sandbox") {
 		args = append(args, "--plugin.sandbox")
 	}
@@ -122,7 +125,8 @@ func TestSandboxConfinesPlugin(t *testing.T) {
 	st := newSandboxTree(t)
 	st.install(t, "probe", st.probeManifest(""))
 	st.install(t, "capprobe", st.probeManifest("capabilities: [CAP_NET_BIND_SERVICE]\nnetwork: {inet: {tcp_bind: [81]}}\n"))
-	cfg := fmt.Sprintf("  probe: %s\n  capprobe: %s\n", st.probeConfig(0), st.probeConfig(0))
+	// CAP_NET_BIND_SERVICE is not known-safe: the operator opts in.
+	cfg := fmt.Sprintf("  probe: %s\n  capprobe: %s, allow_capabilities: [CAP_NET_BIND_SERVICE]}\n", st.probeConfig(0), strings.TrimSuffix(st.probeConfig(0), "}"))
 
 	on := startSandboxHost(t, st, cfg)
 	text, mfs := on.scrape("")
@@ -600,4 +604,51 @@ func TestSandboxDeniesNetwork(t *testing.T) {
 	if t.Failed() {
 		t.Logf("Landlock ABI %d", abi)
 	}
+}
+
+// withShippedOptIns adds to a config's plugins: section (pluginsYAML, as
+// startHostIn takes it) the allow_capabilities of the shipped
+// /etc/plexporter/plexporter.yml (deploy/etc/plexporter.yml), for each
+// plugin the section does not opt in itself: a shipped plugin runs under
+// the sandbox as it does on an installed node, and the shipped config is
+// shown to opt in to what the shipped manifests grant.
+func withShippedOptIns(t testing.TB, pluginsYAML string) string {
+	t.Helper()
+	var shipped struct {
+		Plugins map[string]struct {
+			AllowCapabilities []string `yaml:"allow_capabilities"`
+		} `yaml:"plugins"`
+	}
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "etc", "plexporter.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &shipped); err != nil {
+		t.Fatalf("deploy/etc/plexporter.yml: %v", err)
+	}
+	var cfg struct {
+		Plugins map[string]map[string]any `yaml:"plugins"`
+	}
+	if err := yaml.Unmarshal([]byte("plugins:\n"+pluginsYAML), &cfg); err != nil {
+		t.Fatalf("test config: %v\n%s", err, pluginsYAML)
+	}
+	if cfg.Plugins == nil {
+		cfg.Plugins = map[string]map[string]any{}
+	}
+	for name, p := range shipped.Plugins {
+		if len(p.AllowCapabilities) == 0 {
+			continue
+		}
+		if cfg.Plugins[name] == nil {
+			cfg.Plugins[name] = map[string]any{}
+		}
+		if _, set := cfg.Plugins[name]["allow_capabilities"]; !set {
+			cfg.Plugins[name]["allow_capabilities"] = p.AllowCapabilities
+		}
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(string(out), "plugins:\n")
 }

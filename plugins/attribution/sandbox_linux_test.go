@@ -71,8 +71,10 @@ func inHostSandbox(t *testing.T, grant bool) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "plexporter.yml")
+	// The shipped config's opt-in to the manifest's CAP_DAC_OVERRIDE.
 	config := fmt.Sprintf(`plugins:
   attribution:
+    allow_capabilities: [CAP_DAC_OVERRIDE]
     config:
       pod_resources_socket: %s
 `, k.Socket)

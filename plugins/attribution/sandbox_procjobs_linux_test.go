@@ -124,7 +124,8 @@ func TestCgroupJobsInHostSandbox(t *testing.T) {
 func scrapeHost(t *testing.T, dir, sys, grant string, flags ...string) (string, *syncbuf.Buffer) {
 	t.Helper()
 	cfg := filepath.Join(dir, "plexporter.yml")
-	config := "plugins:\n  attribution:\n    config:\n      pod_resources_socket: \"\"\n      cgroup_jobs: true\n" + grant
+	// The operator's opt-in to every capability a grant below may name.
+	config := "plugins:\n  attribution:\n    allow_capabilities: [CAP_DAC_OVERRIDE, CAP_SYS_PTRACE]\n    config:\n      pod_resources_socket: \"\"\n      cgroup_jobs: true\n" + grant
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}

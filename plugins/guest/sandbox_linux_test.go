@@ -87,6 +87,7 @@ func TestInHostSandbox(t *testing.T) {
       icmp_targets: [127.0.0.1]
       probe_interval: 10s
       probe_timeout: 2s
+    allow_capabilities: [CAP_SYSLOG]
     manifest:
       capabilities: [CAP_SYSLOG]
       network:

@@ -12,6 +12,12 @@
 //	      exclude_devices: [mlx5_3]
 //	    manifest:            # overrides plexporter-rdma.yaml field by field
 //	      limits: {memory: 128MiB}
+//	  nvme:
+//	    allow_capabilities: [CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH]
+//
+// allow_capabilities is the operator's opt-in to capabilities the plugin's
+// manifest grants beyond the known-safe ones (manifest.SafeCapabilities);
+// it grants nothing itself.
 package config
 
 import (
@@ -20,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,8 +42,9 @@ import (
 type File struct {
 	Plugins map[string]Plugin `yaml:"plugins"`
 
-	path  string
-	lines map[string]int // plugin name → line of its config: key
+	path       string
+	lines      map[string]int // plugin name → line of its config: key
+	allowLines map[string]int // plugin name → line of its allow_capabilities: key
 }
 
 // Location says where a plugin's own settings are, for messages about
@@ -71,6 +79,17 @@ type Plugin struct {
 	MaxSeries    int                `yaml:"max_series"`
 	Config       map[string]any     `yaml:"config"`
 	Manifest     *manifest.Manifest `yaml:"manifest"`
+	// AllowCapabilities is the operator's opt-in to capabilities the
+	// plugin's manifest grants that are not known-safe (CAP_SYS_ADMIN,
+	// CAP_BPF, ...): without it such a plugin is refused under the sandbox.
+	// It grants nothing the manifest does not.
+	AllowCapabilities []string `yaml:"allow_capabilities"`
+}
+
+// OnlyOptIn reports whether the section sets allow_capabilities and nothing
+// else.
+func (p Plugin) OnlyOptIn() bool {
+	return p.AllowCapabilities != nil && p.Enabled == nil && p.Timeout == 0 && p.MetricPrefix == "" && p.MaxSeries == 0 && p.Config == nil && p.Manifest == nil
 }
 
 // IsEnabled reports whether the plugin should run (default true).
@@ -144,7 +163,7 @@ func Load(path string, policy trust.Policy) (*File, error) {
 		}
 		return nil, withBlockHint(manifest.YAMLError(path, err))
 	}
-	f.lines = configLines(data)
+	f.lines, f.allowLines = configLines(data)
 	for name, p := range f.Plugins {
 		key := fmt.Sprintf("%s: plugins.%s", path, name)
 		if p.Timeout < 0 {
@@ -152,6 +171,11 @@ func Load(path string, policy trust.Policy) (*File, error) {
 		}
 		if p.MaxSeries < 0 {
 			return nil, fmt.Errorf("%s.max_series: must not be negative", key)
+		}
+		for _, c := range p.AllowCapabilities {
+			if err := manifest.CheckCapabilityName(c); err != nil {
+				return nil, fmt.Errorf("%s.allow_capabilities: %w", key, err)
+			}
 		}
 		if p.Manifest != nil {
 			if err := p.Manifest.Validate(); err != nil {
@@ -308,22 +332,70 @@ func checkDurations(path string, data []byte) error {
 	return nil
 }
 
-// configLines finds the line of every plugins.<name>.config key. The file
-// has been decoded strictly already; this second pass over the same bytes
-// only reads positions, which the typed decode does not keep.
-func configLines(data []byte) map[string]int {
+// configLines finds the line of every plugins.<name>.config and
+// plugins.<name>.allow_capabilities key. The file has been decoded strictly
+// already; this second pass over the same bytes only reads positions, which
+// the typed decode does not keep.
+func configLines(data []byte) (config, allow map[string]int) {
 	var doc yaml.Node
 	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
-		return nil
+		return nil, nil
 	}
-	lines := map[string]int{}
+	config, allow = map[string]int{}, map[string]int{}
 	_, plugins := lookup(doc.Content[0], "plugins")
 	for i := 0; plugins != nil && i+1 < len(plugins.Content); i += 2 {
 		if key, _ := lookup(plugins.Content[i+1], "config"); key != nil {
-			lines[plugins.Content[i].Value] = key.Line
+			config[plugins.Content[i].Value] = key.Line
+		}
+		if key, _ := lookup(plugins.Content[i+1], "allow_capabilities"); key != nil {
+			allow[plugins.Content[i].Value] = key.Line
 		}
 	}
-	return lines
+	return config, allow
+}
+
+// CapabilityOptIn refuses (an error) a plugin whose manifest, read from
+// manifestFile ("" for the default one) and merged with this file's
+// override, grants capabilities that need the operator's opt-in and this
+// file's plugins.<plugin>.allow_capabilities does not list; nil otherwise.
+// The error names the plugin, the manifest, each capability and the exact
+// line that opts in.
+func (f *File) CapabilityOptIn(plugin, manifestFile string, m *manifest.Manifest) error {
+	pc := f.Plugins[plugin]
+	missing := m.OptInsMissing(pc.AllowCapabilities)
+	if len(missing) == 0 {
+		return nil
+	}
+	where := "manifest " + manifestFile
+	if manifestFile == "" {
+		where = "the default manifest"
+	}
+	if pc.Manifest != nil && pc.Manifest.Capabilities != nil {
+		where = fmt.Sprintf("the config file's plugins.%s.manifest override", plugin)
+	}
+	var caps []string
+	for _, o := range missing {
+		caps = append(caps, o.String())
+	}
+	want := slices.Clone(pc.AllowCapabilities)
+	for _, o := range missing {
+		want = append(want, o.Capability)
+	}
+	line := "allow_capabilities: [" + strings.Join(want, ", ") + "]"
+	var todo string
+	switch {
+	case f.path == "":
+		todo = fmt.Sprintf("start the host with --config.file naming a file that holds %q", fmt.Sprintf("plugins: {%s: {%s}}", plugin, line))
+	case f.allowLines[plugin] > 0:
+		todo = fmt.Sprintf("make line %d of %s (plugins.%s.allow_capabilities) read %q", f.allowLines[plugin], f.path, plugin, line)
+	default:
+		todo = fmt.Sprintf("add %q under plugins.%s in %s", line, plugin, f.path)
+	}
+	them := "it"
+	if len(missing) > 1 {
+		them = "them"
+	}
+	return fmt.Errorf("plugin %s: %s grants %s, which only the operator can allow (docs/security.md, capabilities that need the operator's opt-in); to allow %s, %s and reload", plugin, where, strings.Join(caps, ", "), them, todo)
 }
 
 // lookup returns the key and value nodes of key in mapping n, or nils.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plexporter/plexporter/host/internal/manifest"
 	"github.com/plexporter/plexporter/host/internal/trust"
 )
 
@@ -176,5 +177,60 @@ func TestBlockSyntaxErrorSaysWhereToLook(t *testing.T) {
 	_, err = Load(writeFile(t, "plugins:\n  rdma:\n    a: b: c\n"), trust.Policy{})
 	if err == nil || strings.Contains(err.Error(), "at or below") {
 		t.Fatalf("%v: an error at its own line needs no hint", err)
+	}
+}
+
+// A manifest granting a capability outside the known-safe list is refused
+// without the operator's opt-in, with a message naming the plugin, the
+// manifest, the capability and the exact line to add; with it, it passes.
+func TestCapabilityOptIn(t *testing.T) {
+	sysAdmin := &manifest.Manifest{Capabilities: []string{"CAP_SYS_ADMIN", "CAP_DAC_READ_SEARCH"}}
+	const mf = "/usr/lib/plexporter/plugins/plexporter-nvme.yaml"
+
+	path := writeFile(t, "plugins:\n  rdma:\n    timeout: 3s\n")
+	f, err := Load(path, trust.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.CapabilityOptIn("nvme", mf, sysAdmin)
+	if err == nil {
+		t.Fatal("CAP_SYS_ADMIN without opt-in must be refused")
+	}
+	for _, want := range []string{"plugin nvme", "manifest " + mf, "CAP_SYS_ADMIN", `add "allow_capabilities: [CAP_SYS_ADMIN]" under plugins.nvme in ` + path} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "CAP_DAC_READ_SEARCH") {
+		t.Errorf("CAP_DAC_READ_SEARCH is known-safe without a device grant: %v", err)
+	}
+	// The line it says to add, added, is accepted.
+	f, err = Load(writeFile(t, "plugins:\n  rdma:\n    timeout: 3s\n  nvme:\n    allow_capabilities: [CAP_SYS_ADMIN]\n"), trust.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CapabilityOptIn("nvme", mf, sysAdmin); err != nil {
+		t.Fatalf("opted in, still refused: %v", err)
+	}
+	if !f.Plugins["nvme"].OnlyOptIn() || f.Plugins["rdma"].OnlyOptIn() {
+		t.Error("OnlyOptIn: a section with allow_capabilities alone is consent only")
+	}
+	// An opt-in for another capability: the line to write lists both, at
+	// the line where the key is.
+	path = writeFile(t, "plugins:\n  nvme:\n    allow_capabilities: [CAP_BPF]\n")
+	f, _ = Load(path, trust.Policy{})
+	err = f.CapabilityOptIn("nvme", mf, sysAdmin)
+	if err == nil || !strings.Contains(err.Error(), `make line 3 of `+path+` (plugins.nvme.allow_capabilities) read "allow_capabilities: [CAP_BPF, CAP_SYS_ADMIN]"`) {
+		t.Errorf("want the line to change: %v", err)
+	}
+	// Without --config.file: the whole file to write.
+	f, _ = Load("", trust.Policy{})
+	err = f.CapabilityOptIn("nvme", "", sysAdmin)
+	if err == nil || !strings.Contains(err.Error(), "the default manifest") || !strings.Contains(err.Error(), `--config.file naming a file that holds "plugins: {nvme: {allow_capabilities: [CAP_SYS_ADMIN]}}"`) {
+		t.Errorf("want the file to write: %v", err)
+	}
+	// A bad name in the opt-in is an error naming the key.
+	if _, err := Load(writeFile(t, "plugins:\n  nvme:\n    allow_capabilities: [sys_admin]\n"), trust.Policy{}); err == nil || !strings.Contains(err.Error(), "plugins.nvme.allow_capabilities") {
+		t.Errorf("bad capability name: %v", err)
 	}
 }

@@ -16,5 +16,5 @@ func (f *Fleet) SettingsFor(p discover.Plugin) (supervise.Settings, []string, er
 	if err != nil {
 		return supervise.Settings{}, nil, err
 	}
-	return f.settings(p, cfg.Plugins[p.Name], cfg.ConfigLocation(p.Name))
+	return f.settings(p, cfg)
 }

@@ -221,7 +221,7 @@ func (f *Fleet) Reconcile() error {
 			disabled[p.Name] = p
 			continue
 		}
-		settings, warns, err := f.settings(p, pc, cfg.ConfigLocation(p.Name))
+		settings, warns, err := f.settings(p, cfg)
 		for _, w := range warns {
 			warnings = append(warnings, [2]string{p.Name, w})
 		}
@@ -231,7 +231,13 @@ func (f *Fleet) Reconcile() error {
 		}
 		want[p.Name] = wanted{p, settings}
 	}
-	for name := range cfg.Plugins {
+	for name, pc := range cfg.Plugins {
+		if pc.OnlyOptIn() {
+			// Consent for a plugin that may not be installed on every node
+			// (the shipped config opts in for the shipped privileged
+			// plugins): nothing to warn about.
+			continue
+		}
 		if _, found := want[name]; !found && disabled[name].Name == "" && refused[name].Plugin.Name == "" {
 			f.log.Warn("config file configures a plugin that is not installed", "plugin", name, "dirs", f.opts.Dirs)
 		}
@@ -350,7 +356,8 @@ func stopAll(sups []*supervise.Supervisor) {
 // settings composes one plugin's settings and confines it, or refuses it
 // (error) when its binary or manifest is not trusted, or its manifest
 // cannot be read or honoured.
-func (f *Fleet) settings(p discover.Plugin, pc config.Plugin, loc config.Location) (supervise.Settings, []string, error) {
+func (f *Fleet) settings(p discover.Plugin, cfg *config.File) (supervise.Settings, []string, error) {
+	pc, loc := cfg.Plugins[p.Name], cfg.ConfigLocation(p.Name)
 	if err := f.trustBinary(p); err != nil {
 		return supervise.Settings{}, nil, err
 	}
@@ -361,6 +368,13 @@ func (f *Fleet) settings(p discover.Plugin, pc config.Plugin, loc config.Locatio
 	s, err := compose(f.opts.Defaults, pc, loc, m)
 	if err != nil {
 		return s, nil, err
+	}
+	// Capabilities beyond the known-safe ones only with the operator's
+	// opt-in; they are granted only under the sandbox.
+	if f.opts.Sandbox && !skipCapabilityOptIn {
+		if err := cfg.CapabilityOptIn(p.Name, p.Manifest, s.Manifest); err != nil {
+			return s, nil, err
+		}
 	}
 	s, warns, err := f.confine(p, s)
 	if ge := (*sandbox.GrantError)(nil); errors.As(err, &ge) {

@@ -179,7 +179,7 @@ func TestPluginWithoutManifestIsWarnedAboutUnderTheSandbox(t *testing.T) {
 	p := discover.Plugin{Name: "demo", Path: bin, Target: bin}
 	for _, sandboxed := range []bool{true, false} {
 		f := New(Options{Sandbox: sandboxed, InsecurePermissions: true}, slog.New(slog.DiscardHandler))
-		_, warns, _ := f.settings(p, config.Plugin{}, config.Location{})
+		_, warns, _ := f.settings(p, &config.File{})
 		got := strings.Join(warns, "\n")
 		if want := "plugin has no manifest (" + bin + ".yaml"; sandboxed != strings.Contains(got, want) {
 			t.Errorf("sandbox %v: warnings %q; want the no-manifest warning only under the sandbox", sandboxed, got)
@@ -188,9 +188,36 @@ func TestPluginWithoutManifestIsWarnedAboutUnderTheSandbox(t *testing.T) {
 			t.Errorf("the warning must say what the default sandbox is: %q", got)
 		}
 		// With a manifest, or an override in the config file, no warning.
-		_, warns, _ = f.settings(p, config.Plugin{Manifest: &manifest.Manifest{}}, config.Location{})
+		_, warns, _ = f.settings(p, &config.File{Plugins: map[string]config.Plugin{"demo": {Manifest: &manifest.Manifest{}}}})
 		if strings.Contains(strings.Join(warns, "\n"), "no manifest") {
 			t.Errorf("sandbox %v: a config file override is a manifest: %q", sandboxed, warns)
 		}
+	}
+}
+
+// Under the sandbox a manifest granting a capability beyond the known-safe
+// ones is refused without the config file's opt-in, naming the line; with
+// it, it is not refused for that (here it is refused later, for a user that
+// does not exist, so that no plugin process starts). A section holding only
+// an opt-in, for a plugin that is not installed, is not warned about; one
+// with other settings is.
+func TestCapabilityOptInRefusesUnderTheSandbox(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"admin", "allowed"} {
+		must(t, os.WriteFile(filepath.Join(dir, "plexporter-"+name), []byte("#!/bin/sh\n"), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "plexporter-"+name+".yaml"), []byte("user: no-such-user-for-this-test\ncapabilities: [CAP_SYS_ADMIN]\n"), 0o644))
+	}
+	cfg := filepath.Join(t.TempDir(), "plexporter.yml")
+	must(t, os.WriteFile(cfg, []byte("plugins:\n  allowed: {allow_capabilities: [CAP_SYS_ADMIN]}\n  absent: {allow_capabilities: [CAP_BPF]}\n  gone: {timeout: 3s}\n"), 0o644))
+
+	refused, logs := reconcileRefusals(t, Options{Dirs: []string{dir}, ConfigFile: cfg, Sandbox: true, InsecurePermissions: true})
+	if want := `add "allow_capabilities: [CAP_SYS_ADMIN]" under plugins.admin in ` + cfg; !strings.Contains(refused["admin"], want) {
+		t.Errorf("admin: refused for %q, want %q", refused["admin"], want)
+	}
+	if strings.Contains(refused["allowed"], "allow_capabilities") || !strings.Contains(refused["allowed"], "no-such-user-for-this-test") {
+		t.Errorf("allowed: refused for %q, want only the missing user", refused["allowed"])
+	}
+	if strings.Contains(logs, "plugin=absent") || !strings.Contains(logs, "plugin=gone") {
+		t.Errorf("want the not-installed warning for gone only:\n%s", logs)
 	}
 }

@@ -129,6 +129,9 @@ type Limits struct {
 	// CPU is a quota in CPUs (0.5: half a CPU), enforced by the plugin's
 	// cgroup; 0: the default.
 	CPU float64 `yaml:"cpu"`
+	// FileSize is the largest file the plugin may write (RLIMIT_FSIZE),
+	// a size like Memory; "": the default.
+	FileSize string `yaml:"file_size"`
 }
 
 // MaxSize is the largest manifest read; the shipped ones are well under 1 KiB.
@@ -197,6 +200,15 @@ func YAMLError(name string, err error) error {
 
 var capName = regexp.MustCompile(`^CAP_[A-Z_]+$`)
 
+// CheckCapabilityName accepts a capability name as manifests and the
+// config file spell it: CAP_ and capitals.
+func CheckCapabilityName(c string) error {
+	if !capName.MatchString(c) {
+		return fmt.Errorf("%q is not a capability name like CAP_SYS_ADMIN", c)
+	}
+	return nil
+}
+
 // Validate checks values that YAML types cannot.
 func (m *Manifest) Validate() error {
 	if n := m.Network; n != nil {
@@ -215,8 +227,8 @@ func (m *Manifest) Validate() error {
 		return err
 	}
 	for _, c := range m.Capabilities {
-		if !capName.MatchString(c) {
-			return fmt.Errorf("capabilities: %q is not a capability name like CAP_SYS_ADMIN", c)
+		if err := CheckCapabilityName(c); err != nil {
+			return fmt.Errorf("capabilities: %w", err)
 		}
 	}
 	for key, list := range map[string][]string{"paths.read_only": m.Paths.ReadOnly, "paths.read_write": m.Paths.ReadWrite, "paths.devices": m.Paths.Devices} {
@@ -234,6 +246,11 @@ func (m *Manifest) Validate() error {
 	if m.Limits.Memory != "" {
 		if _, err := ParseBytes(m.Limits.Memory); err != nil {
 			return fmt.Errorf("limits.memory: %w", err)
+		}
+	}
+	if m.Limits.FileSize != "" {
+		if _, err := ParseBytes(m.Limits.FileSize); err != nil {
+			return fmt.Errorf("limits.file_size: %w", err)
 		}
 	}
 	if m.Limits.Pids < 0 || m.Limits.Nofile < 0 || m.Limits.CPU < 0 {
@@ -306,6 +323,9 @@ func Merge(m, override *Manifest) *Manifest {
 	}
 	if override.Limits.CPU != 0 {
 		out.Limits.CPU = override.Limits.CPU
+	}
+	if override.Limits.FileSize != "" {
+		out.Limits.FileSize = override.Limits.FileSize
 	}
 	if override.Env != nil {
 		out.Env = override.Env

@@ -216,3 +216,52 @@ func TestPIDNamespace(t *testing.T) {
 		t.Errorf("override pid_namespace: private: got %q", got)
 	}
 }
+
+// Capabilities outside the known-safe list need the operator's opt-in; a
+// known-safe one needs it too where its condition fails.
+func TestOptInsMissing(t *testing.T) {
+	names := func(o []OptIn) string {
+		var s []string
+		for _, x := range o {
+			s = append(s, x.Capability)
+		}
+		return strings.Join(s, ",")
+	}
+	for _, c := range []struct {
+		m       Manifest
+		allowed []string
+		want    string
+	}{
+		{Manifest{}, nil, ""},
+		{Manifest{Capabilities: []string{"CAP_DAC_READ_SEARCH"}}, nil, ""},
+		{Manifest{Capabilities: []string{"CAP_SYS_ADMIN"}}, nil, "CAP_SYS_ADMIN"},
+		{Manifest{Capabilities: []string{"CAP_SYS_ADMIN"}}, []string{"CAP_SYS_ADMIN"}, ""},
+		{Manifest{Capabilities: []string{"CAP_BPF", "CAP_PERFMON"}}, []string{"CAP_BPF"}, "CAP_PERFMON"},
+		{Manifest{Capabilities: []string{"CAP_DAC_OVERRIDE", "CAP_NET_RAW", "CAP_NET_BIND_SERVICE", "CAP_SYSLOG", "CAP_SYS_PTRACE", "CAP_SETUID", "CAP_SYS_MODULE"}}, nil,
+			"CAP_DAC_OVERRIDE,CAP_NET_RAW,CAP_NET_BIND_SERVICE,CAP_SYSLOG,CAP_SYS_PTRACE,CAP_SETUID,CAP_SYS_MODULE"},
+		// Known-safe only without a device grant: with one it reads the raw device.
+		{Manifest{Capabilities: []string{"CAP_SYS_ADMIN", "CAP_DAC_READ_SEARCH"}, Paths: Paths{Devices: []string{"/dev/nvme*"}}}, []string{"CAP_SYS_ADMIN"}, "CAP_DAC_READ_SEARCH"},
+		{Manifest{Capabilities: []string{"CAP_SYS_ADMIN", "CAP_SYS_ADMIN"}}, nil, "CAP_SYS_ADMIN"},
+	} {
+		if got := names(c.m.OptInsMissing(c.allowed)); got != c.want {
+			t.Errorf("%v allowed %v: %q, want %q", c.m.Capabilities, c.allowed, got, c.want)
+		}
+	}
+	o := (&Manifest{Capabilities: []string{"CAP_DAC_READ_SEARCH"}, Paths: Paths{Devices: []string{"/dev/sda"}}}).OptInsMissing(nil)
+	if len(o) != 1 || !strings.Contains(o[0].String(), "paths.devices") {
+		t.Errorf("the reason must name the device grant: %v", o)
+	}
+}
+
+func TestFileSizeLimit(t *testing.T) {
+	m, err := Parse("m.yaml", []byte("limits: {file_size: 1GiB}\n"))
+	if err != nil || m.Limits.FileSize != "1GiB" {
+		t.Fatalf("%v %+v", err, m)
+	}
+	if _, err := Parse("m.yaml", []byte("limits: {file_size: lots}\n")); err == nil || !strings.Contains(err.Error(), "limits.file_size") {
+		t.Errorf("a bad file_size must be refused naming the key: %v", err)
+	}
+	if got := Merge(m, &Manifest{Limits: Limits{FileSize: "2MiB"}}); got.Limits.FileSize != "2MiB" {
+		t.Errorf("override: %q", got.Limits.FileSize)
+	}
+}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
 
@@ -20,6 +21,10 @@ const (
 	DefaultPids   = 128
 	DefaultNofile = 1024
 	DefaultCPU    = 1.0
+	// DefaultFileSize bounds every file a plugin writes (RLIMIT_FSIZE):
+	// collectors write state files, not data; a plugin that needs more
+	// says so in limits.file_size.
+	DefaultFileSize = "64MiB"
 )
 
 // resolveLimits fills s's limits from the manifest's, defaults for what it
@@ -32,6 +37,13 @@ func resolveLimits(s *Spec, l manifest.Limits) error {
 	var err error
 	if s.MemoryBytes, err = manifest.ParseBytes(mem); err != nil {
 		return fmt.Errorf("limits.memory: %w", err)
+	}
+	fsize := l.FileSize
+	if fsize == "" {
+		fsize = DefaultFileSize
+	}
+	if s.FileSizeBytes, err = manifest.ParseBytes(fsize); err != nil {
+		return fmt.Errorf("limits.file_size: %w", err)
 	}
 	s.Pids, s.Nofile, s.CPU = l.Pids, l.Nofile, l.CPU
 	if s.Pids == 0 {
@@ -71,9 +83,11 @@ func cgroupWarning() (w []string) {
 const goRuntimeAllowance = 128 << 20
 
 // limits joins the plugin's cgroup (whose limits the host has set), or
-// falls back to rlimits that are safe for Go programs; and never lets the
+// falls back to rlimits that are safe for Go programs; never lets the
 // plugin dump core (RLIMIT_CORE 0: a crashing vendor collector must not fill
-// the node's disks). RLIMIT_AS would count the runtime's PROT_NONE address
+// the node's disks); and bounds every file it writes (RLIMIT_FSIZE: a cgroup
+// does not bound disk space, so a plugin with a read-write grant could
+// otherwise fill the file system under it). RLIMIT_AS would count the runtime's PROT_NONE address
 // space reservations and kill any Go program; RLIMIT_DATA counts only
 // writable private mappings, so it gets the limit plus goRuntimeAllowance,
 // and GOMEMLIMIT (set by the host) keeps a Go plugin's heap under the limit
@@ -82,6 +96,19 @@ const goRuntimeAllowance = 128 << 20
 func limits(s *Spec) error {
 	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
 		return fmt.Errorf("RLIMIT_CORE: %w", err)
+	}
+	if s.FileSizeBytes > 0 {
+		// A write past the bound fails with EFBIG and the kernel sends
+		// SIGXFSZ, whose default action kills (and would dump core).
+		// Ignored here, the disposition survives exec, so a plugin in any
+		// language gets the error and can report it instead of dying; a Go
+		// plugin's runtime ignores the signal by itself anyway. A plugin
+		// that installs its own handler may still choose to die.
+		signal.Ignore(unix.SIGXFSZ)
+		lim := uint64(s.FileSizeBytes)
+		if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: lim, Max: lim}); err != nil {
+			return fmt.Errorf("RLIMIT_FSIZE: %w", err)
+		}
 	}
 	for _, d := range s.Cgroups {
 		// "0" is the writer itself, whatever PID namespace it is in.

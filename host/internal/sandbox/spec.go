@@ -50,6 +50,9 @@ type Spec struct {
 	Pids        int      `json:"pids"`       // 0: none (needs a cgroup)
 	Nofile      int      `json:"nofile"`     // 0: inherit
 	CPU         float64  `json:"cpu"`        // CPUs, 0: none (needs a cgroup)
+	// FileSizeBytes is RLIMIT_FSIZE, the largest file the plugin may
+	// write; 0: inherit.
+	FileSizeBytes int64 `json:"file_size"`
 	// Cgroups are the plugin's group's directories (one per v1 hierarchy)
 	// that the launcher joins; none: rlimits only (limits.go). The host
 	// makes the group per start (host/internal/cgroup) and fills this in.

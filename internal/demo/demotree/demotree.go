@@ -116,7 +116,14 @@ plugins:
     config:
       # Every driver statistic of the captured NICs, beside the rdma_* families.
       driver_stats: true
+  # The shipped config's opt-ins to the privileged plugins' capabilities
+  # (deploy/etc/plexporter.yml); without them the sandbox refuses the three.
+  ebpf:
+    allow_capabilities: [CAP_BPF, CAP_PERFMON]
+  nvme:
+    allow_capabilities: [CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH]
   attribution:
+    allow_capabilities: [CAP_DAC_OVERRIDE]
     config:
       # The demo node has no kubelet: its socket would be a collect error
       # at every scrape.

@@ -69,6 +69,11 @@ type config struct {
 	// first Collect: files of 64 KiB until a write fails, then empty files
 	// until one cannot be made (issue 28 item 8). Kept, not removed.
 	FillSocketDir bool `json:"fill_socket_dir"`
+	// Write WriteMiB MiB to WriteFile (created or truncated) at every
+	// Collect, 1 MiB a write, stopping at the first failure; report the
+	// bytes written and the failure (limits.file_size, RLIMIT_FSIZE).
+	WriteFile string `json:"write_file"`
+	WriteMiB  int    `json:"write_mib"`
 }
 
 var (
@@ -80,6 +85,7 @@ var (
 	hogDesc  = sdk.NewDesc("probe_hog_bytes", sdk.Gauge, "Bytes allocated and touched.")
 	forked   = sdk.NewDesc("probe_forked", sdk.Gauge, "Children started of those asked for (forks).")
 	shmDesc  = sdk.NewDesc("probe_shared_bytes", sdk.Gauge, "Bytes of MAP_SHARED memory mapped and filled (shm_mib), or 0 if the mapping was refused.")
+	written  = sdk.NewDesc("probe_written_bytes", sdk.Gauge, "Bytes write_file wrote before it failed or finished.")
 	filled   = sdk.NewDesc("probe_filled", sdk.Gauge, "What fill_socket_dir wrote into the socket directory before it failed.", "what")
 	nsDepth  = sdk.NewDesc("probe_pid_namespace_depth", sdk.Gauge, "PID namespaces the probe is in, counted from the initial one (the fields of NSpid in /proc/self/status).")
 )
@@ -341,6 +347,11 @@ func (p *probe) Collect(_ context.Context, w *sdk.Writer) error {
 		w.Gauge(filled, float64(p.fillN), "files")
 		check("fill_socket_dir_enospc", p.fillErr)
 	}
+	if p.cfg.WriteFile != "" {
+		n, err := writeMiB(p.cfg.WriteFile, p.cfg.WriteMiB)
+		w.Gauge(written, float64(n))
+		check("write_file", err)
+	}
 	if p.cfg.HogMiB > 0 {
 		buf := make([]byte, p.cfg.HogMiB<<20)
 		for i := 0; i < len(buf); i += 4096 {
@@ -414,6 +425,30 @@ func (p *probe) sharedState(check func(string, error)) {
 		}
 		check("setxattr_outside", wrap("setxattr", err))
 	}
+}
+
+// writeMiB writes mib MiB of zeros to path, 1 MiB a write, and returns
+// the bytes written and the first error.
+func writeMiB(path string, mib int) (int64, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return 0, wrap("open", err)
+	}
+	defer f.Close()
+	var total int64
+	chunk := make([]byte, 1<<20)
+	for i := 0; i < mib; i++ {
+		n, err := f.Write(chunk)
+		total += int64(n)
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return total, wrap("write", err)
+		}
+	}
+	return total, nil
 }
 
 // wrap names the call that failed, so that the detail label is its errno.

@@ -255,7 +255,7 @@ func startSecondHost(name, cfg, manifest string) (*scraper, string, func(), erro
 		}
 	}
 	config := filepath.Join(dir, "plexporter.yml")
-	body := "plugins:\n  attribution:\n    config:\n" + cfg
+	body := "plugins:\n  attribution:\n    allow_capabilities: [CAP_DAC_OVERRIDE]\n    config:\n" + cfg
 	sandbox := "--no-plugin.sandbox"
 	if manifest != "" {
 		body += "    manifest:\n" + manifest

@@ -153,6 +153,7 @@ const (
 	kprobeHostLog  = "/mnt/host/out/plexporter-ebpf-kprobe.log"
 	kprobeConfig   = `plugins:
   ebpf:
+    allow_capabilities: [CAP_BPF, CAP_PERFMON]
     config:
       group_attach: {object_store_connections: kprobe}
       object_store_endpoints: [127.0.0.1]
