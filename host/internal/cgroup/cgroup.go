@@ -33,8 +33,23 @@ type Limits struct {
 const (
 	weightV2 = 10  // cpu.weight, default 100
 	sharesV1 = 102 // cpu.shares, default 1024
-	period   = 100000
 )
+
+// cfsPeriod is the CFS bandwidth period, in µs, for a quota of cpu CPUs:
+// 10 ms, so that a plugin spinning on every CPU under limits.cpu 0.2 runs
+// in bursts of 2 ms of each 10 ms, not 20 ms of each 100 ms (the kernel's
+// default period), which a healthy plugin's scrape landing in the burst
+// waited out. Longer where the quota would fall under the kernel's 1 ms
+// minimum (below 0.1 CPU), at most the default 100 ms; limits.cpu under
+// 0.01 gets 0.01.
+func cfsPeriod(cpu float64) (period, quota int) {
+	const minQuota, shortest, longest = 1000, 10000, 100000
+	period = shortest
+	if cpu > 0 && cpu*shortest < minQuota {
+		period = min(longest, int(minQuota/cpu))
+	}
+	return period, max(minQuota, int(cpu*float64(period)))
+}
 
 // Root is where this host makes its plugins' groups.
 type Root struct {
@@ -192,9 +207,10 @@ func (r *Root) New(plugin string, l Limits) (*Group, error) {
 }
 
 func (g *Group) set(l Limits) error {
-	quota := "max"
+	quota, period := "max", 100000
 	if l.CPU > 0 {
-		quota = strconv.Itoa(max(1000, int(l.CPU*period)))
+		p, q := cfsPeriod(l.CPU)
+		quota, period = strconv.Itoa(q), p
 	}
 	if g.v2 {
 		d := g.dirs[""]

@@ -51,10 +51,10 @@ func TestGroupLimitsAndRemove(t *testing.T) {
 		return strings.TrimSpace(string(b))
 	}
 	if r.V2() {
-		if read("", "pids.max") != "16" || read("", "memory.max") != "67108864" || read("", "cpu.max") != "20000 100000" || read("", "cpu.weight") != "10" {
+		if read("", "pids.max") != "16" || read("", "memory.max") != "67108864" || read("", "cpu.max") != "2000 10000" || read("", "cpu.weight") != "10" {
 			t.Errorf("v2 limits not set")
 		}
-	} else if read("pids", "pids.max") != "16" || read("memory", "memory.limit_in_bytes") != "67108864" || read("cpu", "cpu.cfs_quota_us") != "20000" || read("cpu", "cpu.shares") != "102" {
+	} else if read("pids", "pids.max") != "16" || read("memory", "memory.limit_in_bytes") != "67108864" || read("cpu", "cpu.cfs_quota_us") != "2000" || read("cpu", "cpu.cfs_period_us") != "10000" || read("cpu", "cpu.shares") != "102" {
 		t.Errorf("v1 limits not set")
 	}
 	if s := g.Stats(); s.Pids == nil || *s.Pids != 0 || s.OOMKills == nil {
@@ -66,6 +66,28 @@ func TestGroupLimitsAndRemove(t *testing.T) {
 	for _, d := range g.Dirs() {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("%s not removed: %v", d, err)
+		}
+	}
+}
+
+// The bandwidth period is short (10 ms) so a throttled plugin runs in short
+// bursts, and longer only where the quota would fall under the kernel's
+// 1 ms minimum.
+func TestCFSPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		cpu           float64
+		period, quota int
+	}{
+		{0.2, 10000, 2000},
+		{0.5, 10000, 5000},
+		{2, 10000, 20000},
+		{0.1, 10000, 1000},
+		{0.05, 20000, 1000},
+		{0.01, 100000, 1000},
+		{0.001, 100000, 1000}, // the kernel's minimum: 0.01 CPU
+	} {
+		if p, q := cfsPeriod(tc.cpu); p != tc.period || q != tc.quota {
+			t.Errorf("cfsPeriod(%v) = %d, %d; want %d, %d", tc.cpu, p, q, tc.period, tc.quota)
 		}
 	}
 }

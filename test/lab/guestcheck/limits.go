@@ -352,8 +352,8 @@ func checkLimitsCPU(l *lab) error {
 	}
 	var errs []error
 	max, err := cgroupFile(g, "cpu.max")
-	if err != nil || max != "20000 100000" {
-		errs = append(errs, fmt.Errorf("%s/cpu.max = %q (%v), want \"20000 100000\"", g, max, err))
+	if err != nil || max != "2000 10000" {
+		errs = append(errs, fmt.Errorf("%s/cpu.max = %q (%v), want \"2000 10000\"", g, max, err))
 	}
 	read := func() (usage, throttled, periods uint64, err error) {
 		if usage, err = keyedValue(g, "cpu.stat", "usage_usec"); err != nil {

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// Issue 29's measurement, run by hand (it asserts nothing, it reports):
+// PLEXPORTER_CPU_MEASURE=1 go test -v -run TestCPULimitMeasure ./host/
+// A healthy plugin's scrape duration (1000 series, sandboxed) alone, then
+// beside a plugin spinning four threads under limits.cpu 0.2, then beside
+// the same spinner with no limits.cpu (the default: 1 CPU).
+// Each host is measured on its own, one after another, on the same tree.
+func TestCPULimitMeasure(t *testing.T) {
+	if os.Getenv("PLEXPORTER_CPU_MEASURE") == "" {
+		t.Skip("a measurement, not a test: set PLEXPORTER_CPU_MEASURE=1")
+	}
+	const n = 100
+	st := newSandboxTree(t)
+	copyFile(t, filepath.Join(binDir, "chaos"), filepath.Join(st.bin, "chaos"), 0o755)
+	if err := os.Symlink(filepath.Join(st.bin, "chaos"), filepath.Join(st.plugins, "plexporter-healthy")); err != nil {
+		t.Fatal(err)
+	}
+	st.install(t, "spinner", limitsManifest("{memory: 96MiB, cpu: 0.2}"))
+	measure := func(what, spinnerYAML string) float64 {
+		h := startSandboxHost(t, st, "  healthy: {config: {series: 1000}}\n"+spinnerYAML)
+		defer h.cmd.Process.Kill()
+		for range 5 {
+			h.scrape("?collect[]=healthy")
+		}
+		var d []float64
+		for range n {
+			_, mfs := h.scrape("?collect[]=healthy")
+			d = append(d, value(mfs, "plexporter_plugin_scrape_duration_seconds", "plugin", "healthy"))
+			time.Sleep(100 * time.Millisecond)
+		}
+		_, mfs := h.scrape("")
+		slices.Sort(d)
+		p50, p95 := d[len(d)/2], d[len(d)*95/100]
+		t.Logf("%-44s p50 %6.2f ms, p95 %6.2f ms; spinner CPU %.1f s, throttled %.1f s", what, p50*1e3, p95*1e3,
+			value(mfs, "plexporter_plugin_cpu_seconds_total", "plugin", "spinner"),
+			value(mfs, "plexporter_plugin_cpu_throttled_seconds_total", "plugin", "spinner"))
+		return p95
+	}
+	alone := measure("healthy plugin alone:", "  spinner: {enabled: false}\n")
+	limited := measure("beside 4 spinning threads, limits.cpu 0.2:", "  spinner: {config: {spin: 4}}\n")
+	if err := os.WriteFile(filepath.Join(st.plugins, "plexporter-spinner.yaml"), []byte(limitsManifest("{memory: 96MiB}")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	weighted := measure("beside 4 spinning threads, default (1 CPU):", "  spinner: {config: {spin: 4}}\n")
+	t.Logf("p95 ratios to alone: limits.cpu 0.2 %.2f×, default limits.cpu (1 CPU) %.2f×", limited/alone, weighted/alone)
+}
