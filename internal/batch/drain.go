@@ -69,7 +69,7 @@ const (
 	MaxErrors      = 100
 	MaxErrorBytes  = 64 << 10
 	MaxErrorLen    = 1 << 10
-	StopErrorBytes = 16 << 20
+	StopErrorBytes = 2 << 20
 )
 
 // LimitsFor returns the limits of a plugin whose series cap is maxSeries (0:

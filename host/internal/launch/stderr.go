@@ -42,7 +42,7 @@ type LogBudget struct {
 var DefaultLogBudget = LogBudget{
 	Lines: 100, LineBurst: 2000,
 	Bytes: 64 << 10, ByteBurst: 1 << 20,
-	ReadRate:       8 << 20,
+	ReadRate:       1 << 20,
 	NoticeInterval: 10 * time.Second,
 }
 
