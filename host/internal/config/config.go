@@ -12,6 +12,8 @@
 //	      exclude_devices: [mlx5_3]
 //	    manifest:            # overrides plexporter-rdma.yaml field by field
 //	      limits: {memory: 128MiB}
+//	push:                    # optional: remote write (see Push)
+//	  url: https://mimir.example/api/v1/push
 package config
 
 import (
@@ -34,6 +36,9 @@ import (
 // File is the configuration file.
 type File struct {
 	Plugins map[string]Plugin `yaml:"plugins"`
+	// Push, when set, sends the merged snapshot with remote write
+	// (host/internal/push).
+	Push *Push `yaml:"push"`
 
 	path  string
 	lines map[string]int // plugin name → line of its config: key
@@ -145,6 +150,11 @@ func Load(path string, policy trust.Policy) (*File, error) {
 		return nil, withBlockHint(manifest.YAMLError(path, err))
 	}
 	f.lines = configLines(data)
+	if f.Push != nil {
+		if err := f.Push.check(path, data); err != nil {
+			return nil, err
+		}
+	}
 	for name, p := range f.Plugins {
 		key := fmt.Sprintf("%s: plugins.%s", path, name)
 		if p.Timeout < 0 {
