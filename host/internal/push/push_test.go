@@ -227,12 +227,16 @@ func TestStalenessMarkers(t *testing.T) {
 	defer srv.Close()
 	snaps := [][]string{{"a", "b", "c"}, {"a", "c"}, {"a", "c"}, {"a", "b"}}
 	var i atomic.Int32
-	p := newPusher(t, srv.URL, func(context.Context) []*dto.MetricFamily { return gauges("g", snaps[min(int(i.Add(1)), len(snaps))-1]...) }, nil)
+	p := newPusher(t, srv.URL, func(context.Context) []*dto.MetricFamily {
+		return gauges("g", snaps[min(int(i.Add(1)), len(snaps))-1]...)
+	}, nil)
 	for range snaps {
 		p.Snapshot(context.Background())
 	}
 	stop := runPusher(p) // Run's first snapshot is snaps[3] again
-	waitFor(t, "every sample", func() bool { return metric(t, p, "plexporter_push_pending_samples") == 0 && metric(t, p, "plexporter_push_samples_sent_total") > 0 })
+	waitFor(t, "every sample", func() bool {
+		return metric(t, p, "plexporter_push_pending_samples") == 0 && metric(t, p, "plexporter_push_samples_sent_total") > 0
+	})
 	stop()
 	// Per snapshot, device → value ("stale" for the marker).
 	var got []string
