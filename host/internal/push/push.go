@@ -101,7 +101,8 @@ type Pusher struct {
 	last     []uint32 // ids of the last snapshot, held
 	mark     []uint32 // by id: the snapshot number that last saw it
 	snaps    uint32
-	scratch  []sample
+	idBuf    []uint32
+	valBuf   []float64
 	failing  bool
 
 	sent, failed float64
@@ -209,29 +210,27 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.scratch = flatten(mfs, p.external, p.scratch[:0])
-	p.enqueue(ts.UnixMilli(), p.scratch)
-	clear(p.scratch) // let go of the label sets the table does not keep
-}
-
-// enqueue adds one snapshot's samples as a batch, with staleness markers
-// for the series of the last snapshot that it lacks, and keeps the ring
-// within its bound. p.mu is held.
-func (p *Pusher) enqueue(ts int64, samples []sample) {
 	p.snaps++
-	b := &batch{ts: ts, ids: make([]uint32, 0, len(samples)+len(p.last)), values: make([]float64, 0, len(samples)+len(p.last))}
-	for _, s := range samples {
-		id := p.tab.ref(s.key, func() []prompb.Label { return s.labels })
+	b := &batch{ts: ts.UnixMilli(), ids: p.idBuf[:0], values: p.valBuf[:0]}
+	flatten(mfs, p.external, func(key []byte, ls []prompb.Label, v float64) {
+		id := p.tab.ref(key, ls)
 		if int(id) >= len(p.mark) {
 			p.mark = append(p.mark, make([]uint32, int(id)+1-len(p.mark))...)
 		}
 		if p.mark[id] == p.snaps { // the same series twice: keep the first
 			p.tab.release([]uint32{id})
-			continue
+			return
 		}
 		p.mark[id] = p.snaps
-		b.ids, b.values = append(b.ids, id), append(b.values, s.value)
-	}
+		b.ids, b.values = append(b.ids, id), append(b.values, v)
+	})
+	p.enqueue(b)
+}
+
+// enqueue adds b, one snapshot's samples, with staleness markers for the
+// series of the last snapshot that it lacks, and keeps the ring within
+// its bound. p.mu is held.
+func (p *Pusher) enqueue(b *batch) {
 	seen := len(b.ids)
 	for _, id := range p.last {
 		if p.mark[id] != p.snaps {
@@ -244,6 +243,10 @@ func (p *Pusher) enqueue(ts int64, samples []sample) {
 	for _, id := range p.last {
 		p.tab.hold(id)
 	}
+	// Built in reused buffers, kept at their exact size: a ring of an
+	// hour holds hundreds of these.
+	p.idBuf, p.valBuf = b.ids, b.values
+	b.ids, b.values = slices.Clone(b.ids), slices.Clone(b.values)
 	if len(b.ids) == 0 {
 		return
 	}

@@ -85,7 +85,7 @@ func status(code int, hdr ...string) func(w http.ResponseWriter) {
 	}
 }
 
-func newPusher(t *testing.T, url string, src Source, mod func(*config.Push)) *Pusher {
+func newPusher(t testing.TB, url string, src Source, mod func(*config.Push)) *Pusher {
 	t.Helper()
 	c := config.Push{URL: url, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Interval: time.Hour}
 	c.HTTPClientConfig.FollowRedirects = true
@@ -101,7 +101,7 @@ func newPusher(t *testing.T, url string, src Source, mod func(*config.Push)) *Pu
 
 // waitFor polls ok with a generous deadline: only a failing test waits it
 // out.
-func waitFor(t *testing.T, what string, ok func() bool) {
+func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -325,4 +325,18 @@ func TestShutdownFlushesAndCountsWhatItCannot(t *testing.T) {
 	if got := metric(t, p, "plexporter_push_pending_samples"); got != 0 {
 		t.Errorf("pending %v after shutdown", got)
 	}
+}
+
+// sample is one flattened series.
+type sample struct {
+	labels []prompb.Label
+	value  float64
+}
+
+func flattened(mfs []*dto.MetricFamily, external []prompb.Label) []sample {
+	var out []sample
+	flatten(mfs, external, func(_ []byte, ls []prompb.Label, v float64) {
+		out = append(out, sample{labels: slices.Clone(ls), value: v})
+	})
+	return out
 }

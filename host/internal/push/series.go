@@ -29,10 +29,10 @@ type table struct {
 
 func newTable() *table { return &table{ids: map[string]uint32{}} }
 
-// ref returns the id of the label set whose key is key (building it with
-// mk when new) and holds it once more.
-func (t *table) ref(key string, mk func() []prompb.Label) uint32 {
-	id, ok := t.ids[key]
+// ref returns the id of the label set whose key is key (cloning ls, a
+// scratch buffer, when it is new) and holds it once more.
+func (t *table) ref(key []byte, ls []prompb.Label) uint32 {
+	id, ok := t.ids[string(key)] // no allocation for the lookup
 	if !ok {
 		if n := len(t.free); n > 0 {
 			id, t.free = t.free[n-1], t.free[:n-1]
@@ -40,7 +40,8 @@ func (t *table) ref(key string, mk func() []prompb.Label) uint32 {
 			id = uint32(len(t.labels))
 			t.labels, t.keys, t.refs = append(t.labels, nil), append(t.keys, ""), append(t.refs, 0)
 		}
-		t.ids[key], t.labels[id], t.keys[id] = id, mk(), key
+		k := string(key)
+		t.ids[k], t.labels[id], t.keys[id] = id, slices.Clone(ls), k
 	}
 	t.refs[id]++
 	return id
@@ -63,56 +64,48 @@ func (t *table) release(ids []uint32) {
 // len is the number of label sets held.
 func (t *table) len() int { return len(t.ids) }
 
-// sample is one series' value in a snapshot, before it has an id.
-type sample struct {
-	key    string
-	labels []prompb.Label
-	value  float64
-}
-
 // flatten turns merged families into the series the text exposition
 // shows, name for name: a counter or gauge is one series, a histogram its
 // _bucket (with le, +Inf last), _sum and _count, a summary its quantiles,
 // _sum and _count. A native histogram is sent as the classic series the
 // text format shows for it (its _sum, _count and +Inf bucket, plus any
 // classic buckets); native histogram samples are not sent yet. external
-// labels are added to series that lack them.
-func flatten(mfs []*dto.MetricFamily, external []prompb.Label, out []sample) []sample {
-	var b labelBuilder
-	b.external = external
+// labels are added to series that lack them. Each series goes to emit
+// with its key and sorted labels, both in buffers reused for the next.
+func flatten(mfs []*dto.MetricFamily, external []prompb.Label, emit func(key []byte, ls []prompb.Label, v float64)) {
+	b := labelBuilder{external: external, emit: emit}
 	for _, mf := range mfs {
 		name := mf.GetName()
 		for _, m := range mf.GetMetric() {
 			b.reset(m.GetLabel())
 			switch mf.GetType() {
 			case dto.MetricType_COUNTER:
-				out = b.add(out, name, "", "", m.GetCounter().GetValue())
+				b.add(name, "", "", m.GetCounter().GetValue())
 			case dto.MetricType_GAUGE:
-				out = b.add(out, name, "", "", m.GetGauge().GetValue())
+				b.add(name, "", "", m.GetGauge().GetValue())
 			case dto.MetricType_UNTYPED:
-				out = b.add(out, name, "", "", m.GetUntyped().GetValue())
+				b.add(name, "", "", m.GetUntyped().GetValue())
 			case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
 				h := m.GetHistogram()
 				for _, bk := range h.GetBucket() {
 					if math.IsInf(bk.GetUpperBound(), 1) {
 						continue // written last, from the count, as the text format does
 					}
-					out = b.add(out, name+"_bucket", "le", formatFloat(bk.GetUpperBound()), float64(bk.GetCumulativeCount()))
+					b.add(name+"_bucket", "le", formatFloat(bk.GetUpperBound()), float64(bk.GetCumulativeCount()))
 				}
-				out = b.add(out, name+"_bucket", "le", "+Inf", float64(h.GetSampleCount()))
-				out = b.add(out, name+"_sum", "", "", h.GetSampleSum())
-				out = b.add(out, name+"_count", "", "", float64(h.GetSampleCount()))
+				b.add(name+"_bucket", "le", "+Inf", float64(h.GetSampleCount()))
+				b.add(name+"_sum", "", "", h.GetSampleSum())
+				b.add(name+"_count", "", "", float64(h.GetSampleCount()))
 			case dto.MetricType_SUMMARY:
 				s := m.GetSummary()
 				for _, q := range s.GetQuantile() {
-					out = b.add(out, name, "quantile", formatFloat(q.GetQuantile()), q.GetValue())
+					b.add(name, "quantile", formatFloat(q.GetQuantile()), q.GetValue())
 				}
-				out = b.add(out, name+"_sum", "", "", s.GetSampleSum())
-				out = b.add(out, name+"_count", "", "", float64(s.GetSampleCount()))
+				b.add(name+"_sum", "", "", s.GetSampleSum())
+				b.add(name+"_count", "", "", float64(s.GetSampleCount()))
 			}
 		}
 	}
-	return out
 }
 
 // formatFloat writes le and quantile values as the text exposition does.
@@ -130,7 +123,9 @@ func formatFloat(f float64) string {
 type labelBuilder struct {
 	external []prompb.Label // sorted
 	own      []prompb.Label // the metric's labels, sorted
-	key      strings.Builder
+	ls       []prompb.Label
+	key      []byte
+	emit     func(key []byte, ls []prompb.Label, v float64)
 }
 
 func (b *labelBuilder) reset(lps []*dto.LabelPair) {
@@ -141,11 +136,10 @@ func (b *labelBuilder) reset(lps []*dto.LabelPair) {
 	slices.SortFunc(b.own, func(x, y prompb.Label) int { return strings.Compare(x.Name, y.Name) })
 }
 
-// add appends the series name{own labels, extra=extraVal, external
-// labels the series lacks} with value v.
-func (b *labelBuilder) add(out []sample, name, extra, extraVal string, v float64) []sample {
-	ls := make([]prompb.Label, 0, 2+len(b.own)+len(b.external))
-	ls = append(ls, prompb.Label{Name: "__name__", Value: name})
+// add emits the series name{own labels, extra=extraVal, external labels
+// the series lacks} with value v.
+func (b *labelBuilder) add(name, extra, extraVal string, v float64) {
+	ls := append(b.ls[:0], prompb.Label{Name: "__name__", Value: name})
 	ls = append(ls, b.own...)
 	if extra != "" {
 		ls = append(ls, prompb.Label{Name: extra, Value: extraVal})
@@ -156,12 +150,13 @@ func (b *labelBuilder) add(out []sample, name, extra, extraVal string, v float64
 		}
 	}
 	slices.SortFunc(ls, func(x, y prompb.Label) int { return strings.Compare(x.Name, y.Name) })
-	b.key.Reset()
+	key := b.key[:0]
 	for _, l := range ls {
-		b.key.WriteString(l.Name)
-		b.key.WriteByte(0xff)
-		b.key.WriteString(l.Value)
-		b.key.WriteByte(0xff)
+		key = append(key, l.Name...)
+		key = append(key, 0xff)
+		key = append(key, l.Value...)
+		key = append(key, 0xff)
 	}
-	return append(out, sample{key: b.key.String(), labels: ls, value: v})
+	b.ls, b.key = ls, key
+	b.emit(key, ls, v)
 }
