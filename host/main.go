@@ -21,7 +21,6 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/hashicorp/go-hclog"
-	dto "github.com/prometheus/client_model/go"
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
@@ -30,7 +29,6 @@ import (
 	webflag "github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/plexporter/plexporter/host/internal/config"
-	"github.com/plexporter/plexporter/host/internal/expose"
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/launch"
 	"github.com/plexporter/plexporter/host/internal/push"
@@ -339,12 +337,9 @@ func newPusher(fl *fleet.Fleet, scraper *scrape.Scraper, pf pushFlags, log *slog
 	if pf.flushTimeout > 0 {
 		c.FlushTimeout = pf.flushTimeout
 	}
-	src := func(ctx context.Context) []*dto.MetricFamily {
-		// The same round as a scrape of /metrics without a selection:
-		// every plugin, merged and guarded once, with the host's own
-		// families.
-		return expose.ToDTO(scraper.Scrape(ctx, scrape.Selection{}))
-	}
+	// The same round as a scrape of /metrics without a selection: every
+	// plugin, merged and guarded once, with the host's own families.
+	src := func(ctx context.Context) []*merge.Family { return scraper.Scrape(ctx, scrape.Selection{}) }
 	p, err := push.New(c, src, "plexporter/"+version.Version, log)
 	if err != nil {
 		return nil, err

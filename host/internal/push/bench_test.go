@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -11,7 +12,15 @@ import (
 	"time"
 
 	"github.com/gogo/protobuf/proto"
+	"github.com/klauspost/compress/snappy"
 	dto "github.com/prometheus/client_model/go"
+	gproto "google.golang.org/protobuf/proto"
+
+	"github.com/plexporter/plexporter/host/internal/config"
+	"github.com/plexporter/plexporter/internal/batch/batchtest"
+	"github.com/plexporter/plexporter/internal/bench/workload"
+	"github.com/plexporter/plexporter/internal/merge"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
 // nodeLike is n series in families of 100, each with four labels, as a
@@ -97,4 +106,57 @@ func TestRingMemoryOfAnHour(t *testing.T) {
 		t.Errorf("heap +%.1f MiB, over the 64 MiB budget", grew)
 	}
 	runtime.KeepAlive(mfs)
+}
+
+// BenchmarkPushPipeline is the host's CPU work for one push of the
+// performance harness's 100k-series workload without the transports, to
+// set beside expose's BenchmarkHostPipeline (one scrape's): decode the
+// plugin's messages, merge through the guard, convert (expose.ToDTO),
+// flatten into the ring (the series known from the last push), and build,
+// marshal and snappy-encode every request.
+//
+//	go test ./host/internal/push -run '^$' -bench PushPipeline -count 6
+func BenchmarkPushPipeline(b *testing.B) {
+	var wire [][]byte
+	plan := workload.NewPlan(100000, 0, 1)
+	for _, bt := range batchtest.Record(plan.Write) {
+		buf, err := gproto.Marshal(&pluginv1.CollectResponse{Batch: bt})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wire = append(wire, buf)
+	}
+	src := func(context.Context) []*merge.Family {
+		in := merge.Input{Plugin: "bench1", MaxSeries: 1 << 30}
+		for _, buf := range wire {
+			var msg pluginv1.CollectResponse
+			if err := gproto.Unmarshal(buf, &msg); err != nil {
+				b.Fatal(err)
+			}
+			in.Batches = append(in.Batches, msg.Batch)
+		}
+		return merge.Merge([]merge.Input{in}, merge.Options{MaxLabelValueLen: 4096}).Families
+	}
+	p, err := New(config.Push{URL: "http://127.0.0.1:1"}, src, "bench", slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var bytes int
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Snapshot(context.Background())
+		bytes = 0
+		for len(p.ring) > 0 {
+			n := min(p.cfg.MaxSamplesPerSend, p.ring[0].unsent())
+			req := p.request(p.ring[0], n)
+			raw, err := req.Marshal()
+			if err != nil {
+				b.Fatal(err)
+			}
+			bytes += len(snappy.Encode(nil, raw))
+			p.advance(p.ring[0], n)
+		}
+	}
+	b.ReportMetric(float64(bytes), "bytes/op")
+	b.ReportMetric(float64(p.tab.len()), "series")
 }

@@ -170,7 +170,7 @@ func TestRealPrometheusReceivesTheSnapshot(t *testing.T) {
 	defer stop()
 	waitFor(t, "every sample sent", func() bool { return metric(t, p, "plexporter_push_pending_samples") == 0 })
 
-	want := flattened(mixed("mlx5_0", "mlx5_1"), p.external)
+	want := flattened(t, mixed("mlx5_0", "mlx5_1"), p.external)
 	if len(want) != 2*(1+1+5+3) {
 		t.Fatalf("flattened %d series", len(want))
 	}

@@ -28,11 +28,11 @@ import (
 
 	"github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/plexporter/plexporter/host/internal/config"
+	"github.com/plexporter/plexporter/internal/merge"
 )
 
 // Defaults of the push: section's zero values.
@@ -46,7 +46,7 @@ const (
 )
 
 // Source returns the merged snapshot, the families /metrics would serve.
-type Source func(ctx context.Context) []*dto.MetricFamily
+type Source func(ctx context.Context) []*merge.Family
 
 // WithDefaults returns c with every zero setting at its default.
 func WithDefaults(c config.Push) config.Push {
@@ -69,16 +69,16 @@ func WithDefaults(c config.Push) config.Push {
 	return c
 }
 
-// batch is one snapshot's samples: series ids into the table and values,
+// snapshot is one snapshot's samples: series ids into the table and values,
 // all at one timestamp.
-type batch struct {
+type snapshot struct {
 	ts     int64 // milliseconds
 	ids    []uint32
 	values []float64
 	done   int // samples sent or rejected already
 }
 
-func (b *batch) unsent() int { return len(b.ids) - b.done }
+func (b *snapshot) unsent() int { return len(b.ids) - b.done }
 
 // Pusher pushes snapshots. It is also the prometheus.Collector of its
 // self-metrics.
@@ -95,11 +95,11 @@ type Pusher struct {
 
 	mu       sync.Mutex
 	tab      *table
-	ring     []*batch // oldest first
-	pending  int      // unsent samples in ring
-	inFlight bool     // ring[0] is being sent
-	last     []uint32 // ids of the last snapshot, held
-	mark     []uint32 // by id: the snapshot number that last saw it
+	ring     []*snapshot // oldest first
+	pending  int         // unsent samples in ring
+	inFlight bool        // ring[0] is being sent
+	last     []uint32    // ids of the last snapshot, held
+	mark     []uint32    // by id: the snapshot number that last saw it
 	snaps    uint32
 	idBuf    []uint32
 	valBuf   []float64
@@ -211,9 +211,20 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.snaps++
-	b := &batch{ts: ts.UnixMilli(), ids: p.idBuf[:0], values: p.valBuf[:0]}
+	b := &snapshot{ts: ts.UnixMilli(), ids: p.idBuf[:0], values: p.valBuf[:0]}
+	pos := 0
 	flatten(mfs, p.external, func(key []byte, ls []prompb.Label, v float64) {
-		id := p.tab.ref(key, ls)
+		// Snapshots come in the same order, push after push: the series
+		// at this place last time is the first guess, cheaper than a
+		// lookup among every series held.
+		var id uint32
+		if pos < len(p.last) && p.tab.keys[p.last[pos]] == string(key) {
+			id = p.last[pos]
+			p.tab.hold(id)
+		} else {
+			id = p.tab.ref(key, ls)
+		}
+		pos++
 		if int(id) >= len(p.mark) {
 			p.mark = append(p.mark, make([]uint32, int(id)+1-len(p.mark))...)
 		}
@@ -230,7 +241,7 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 // enqueue adds b, one snapshot's samples, with staleness markers for the
 // series of the last snapshot that it lacks, and keeps the ring within
 // its bound. p.mu is held.
-func (p *Pusher) enqueue(b *batch) {
+func (p *Pusher) enqueue(b *snapshot) {
 	seen := len(b.ids)
 	for _, id := range p.last {
 		if p.mark[id] != p.snaps {
@@ -342,7 +353,7 @@ func (p *Pusher) sendLoop(ctx context.Context, stopping <-chan struct{}) {
 }
 
 // advance marks n samples of b, the ring's head, done. p.mu is held.
-func (p *Pusher) advance(b *batch, n int) {
+func (p *Pusher) advance(b *snapshot, n int) {
 	b.done += n
 	p.pending -= n
 	if b.unsent() == 0 {
@@ -352,7 +363,7 @@ func (p *Pusher) advance(b *batch, n int) {
 }
 
 // request builds the write request of b's next n samples. p.mu is held.
-func (p *Pusher) request(b *batch, n int) *prompb.WriteRequest {
+func (p *Pusher) request(b *snapshot, n int) *prompb.WriteRequest {
 	ts := make([]prompb.TimeSeries, n)
 	ss := make([]prompb.Sample, n)
 	for i := range n {

@@ -22,6 +22,11 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/plexporter/plexporter/host/internal/config"
+	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/sdkhook"
+	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
 // gauges returns one gauge family with a series per device.
@@ -85,8 +90,27 @@ func status(code int, hdr ...string) func(w http.ResponseWriter) {
 	}
 }
 
-func newPusher(t testing.TB, url string, src Source, mod func(*config.Push)) *Pusher {
+// merged runs client_model families through the host's own path for
+// its self-metrics: an SDK Writer, then the guard.
+func merged(t testing.TB, mfs []*dto.MetricFamily) []*merge.Family {
 	t.Helper()
+	var rec batch.Recorder
+	all, err := metricfilter.New(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sdkhook.NewWriter[*sdk.Writer](all, "", rec.Send)
+	w.WriteFamilies(mfs)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	res := merge.Merge([]merge.Input{{Plugin: "test", Batches: rec.Batches, MaxSeries: 1 << 30}}, merge.Options{MaxLabelValueLen: 4096})
+	return res.Families
+}
+
+func newPusher(t testing.TB, url string, dtoSrc func(context.Context) []*dto.MetricFamily, mod func(*config.Push)) *Pusher {
+	t.Helper()
+	src := func(ctx context.Context) []*merge.Family { return merged(t, dtoSrc(ctx)) }
 	c := config.Push{URL: url, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Interval: time.Hour}
 	c.HTTPClientConfig.FollowRedirects = true
 	if mod != nil {
@@ -333,10 +357,41 @@ type sample struct {
 	value  float64
 }
 
-func flattened(mfs []*dto.MetricFamily, external []prompb.Label) []sample {
+func flattened(t testing.TB, mfs []*dto.MetricFamily, external []prompb.Label) []sample {
 	var out []sample
-	flatten(mfs, external, func(_ []byte, ls []prompb.Label, v float64) {
+	flatten(merged(t, mfs), external, func(_ []byte, ls []prompb.Label, v float64) {
 		out = append(out, sample{labels: slices.Clone(ls), value: v})
 	})
 	return out
+}
+
+// TestTableHashCollisions puts every key on one hash: the label sets
+// must stay apart, be found again, and be freed.
+func TestTableHashCollisions(t *testing.T) {
+	tab := newTable()
+	var got []uint32
+	for _, k := range []string{"a", "b", "c", "a", "b", "c"} {
+		got = append(got, tab.refHash([]byte(k), 42, []prompb.Label{{Name: "k", Value: k}}))
+	}
+	if got[0] == got[1] || got[1] == got[2] || got[0] == got[2] || got[0] != got[3] || got[1] != got[4] || got[2] != got[5] {
+		t.Fatalf("ids under one hash: %v", got)
+	}
+	if tab.len() != 3 || len(tab.overflow) != 2 || tab.labels[got[1]][0].Value != "b" {
+		t.Fatalf("len %d, overflow %d", tab.len(), len(tab.overflow))
+	}
+	tab.release(got[:3])
+	if tab.len() != 3 {
+		t.Fatalf("released once of twice: len %d", tab.len())
+	}
+	tab.release(got[3:])
+	if tab.len() != 0 || len(tab.free) != 3 {
+		t.Fatalf("after release: len %d, free %d", tab.len(), len(tab.free))
+	}
+	// The hash's first holder gone, the others are still found.
+	a := tab.refHash([]byte("a"), 42, []prompb.Label{{Name: "k", Value: "a"}})
+	b := tab.refHash([]byte("b"), 42, []prompb.Label{{Name: "k", Value: "b"}})
+	tab.release([]uint32{a})
+	if again := tab.refHash([]byte("b"), 42, nil); again != b {
+		t.Errorf("b got id %d, then %d", b, again)
+	}
 }

@@ -1,14 +1,18 @@
 package push
 
 import (
+	"hash/maphash"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/merge"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
 // staleNaN is Prometheus's staleness marker: a series that was in the last
@@ -16,32 +20,61 @@ import (
 // the series at once instead of five minutes later.
 var staleNaN = math.Float64frombits(value.StaleNaN)
 
-// table holds every label set that a pending batch or the last snapshot
-// uses, once: a batch is then series ids and values, 12 bytes a sample.
-// An id is freed when nothing holds it any more.
+// table holds every label set that a pending snapshot or the last one
+// uses, once: a snapshot is then series ids and values, 12 bytes a
+// sample. An id is freed when nothing holds it any more. Label sets are
+// found by a 64-bit hash of their key, verified against the key; a key
+// whose hash another key has already goes to overflow, so no series is
+// ever merged with another by a hash accident.
 type table struct {
-	ids    map[string]uint32
-	labels [][]prompb.Label // by id; nil when free
-	keys   []string         // by id
-	refs   []int32          // by id
-	free   []uint32
+	seed     maphash.Seed
+	byHash   map[uint64]uint32
+	overflow map[string]uint32
+	labels   [][]prompb.Label // by id; nil when free
+	keys     []string         // by id
+	hashes   []uint64         // by id
+	refs     []int32          // by id
+	free     []uint32
 }
 
-func newTable() *table { return &table{ids: map[string]uint32{}} }
+func newTable() *table {
+	return &table{seed: maphash.MakeSeed(), byHash: map[uint64]uint32{}, overflow: map[string]uint32{}}
+}
 
-// ref returns the id of the label set whose key is key (cloning ls, a
+// ref returns the id of the label set whose key is key (copying ls, a
 // scratch buffer, when it is new) and holds it once more.
 func (t *table) ref(key []byte, ls []prompb.Label) uint32 {
-	id, ok := t.ids[string(key)] // no allocation for the lookup
+	return t.refHash(key, maphash.Bytes(t.seed, key), ls)
+}
+
+// refHash is ref with key's hash h.
+func (t *table) refHash(key []byte, h uint64, ls []prompb.Label) uint32 {
+	id, ok := t.byHash[h]
+	if ok && t.keys[id] != string(key) {
+		id, ok = t.overflow[string(key)] // no allocation for the lookup
+	} else if !ok && len(t.overflow) > 0 {
+		id, ok = t.overflow[string(key)]
+	}
 	if !ok {
 		if n := len(t.free); n > 0 {
 			id, t.free = t.free[n-1], t.free[:n-1]
 		} else {
 			id = uint32(len(t.labels))
-			t.labels, t.keys, t.refs = append(t.labels, nil), append(t.keys, ""), append(t.refs, 0)
+			t.labels, t.keys, t.hashes, t.refs = append(t.labels, nil), append(t.keys, ""), append(t.hashes, 0), append(t.refs, 0)
 		}
+		// Copies: the strings of ls may point into a plugin's batch,
+		// which the table must not keep alive.
 		k := string(key)
-		t.ids[k], t.labels[id], t.keys[id] = id, slices.Clone(ls), k
+		own := make([]prompb.Label, len(ls))
+		for i, l := range ls {
+			own[i] = prompb.Label{Name: strings.Clone(l.Name), Value: strings.Clone(l.Value)}
+		}
+		t.labels[id], t.keys[id], t.hashes[id] = own, k, h
+		if _, taken := t.byHash[h]; taken {
+			t.overflow[k] = id
+		} else {
+			t.byHash[h] = id
+		}
 	}
 	t.refs[id]++
 	return id
@@ -54,7 +87,11 @@ func (t *table) hold(id uint32) { t.refs[id]++ }
 func (t *table) release(ids []uint32) {
 	for _, id := range ids {
 		if t.refs[id]--; t.refs[id] == 0 {
-			delete(t.ids, t.keys[id])
+			if cur, ok := t.byHash[t.hashes[id]]; ok && cur == id {
+				delete(t.byHash, t.hashes[id])
+			} else {
+				delete(t.overflow, t.keys[id])
+			}
 			t.labels[id], t.keys[id] = nil, ""
 			t.free = append(t.free, id)
 		}
@@ -62,47 +99,46 @@ func (t *table) release(ids []uint32) {
 }
 
 // len is the number of label sets held.
-func (t *table) len() int { return len(t.ids) }
+func (t *table) len() int { return len(t.byHash) + len(t.overflow) }
 
 // flatten turns merged families into the series the text exposition
-// shows, name for name: a counter or gauge is one series, a histogram its
-// _bucket (with le, +Inf last), _sum and _count, a summary its quantiles,
+// shows, name for name (host/internal/expose writes the same walk): a
+// counter, gauge or untyped sample is one series, a histogram its _bucket
+// series (with le, +Inf last), _sum and _count, a summary its quantiles,
 // _sum and _count. A native histogram is sent as the classic series the
-// text format shows for it (its _sum, _count and +Inf bucket, plus any
-// classic buckets); native histogram samples are not sent yet. external
-// labels are added to series that lack them. Each series goes to emit
-// with its key and sorted labels, both in buffers reused for the next.
-func flatten(mfs []*dto.MetricFamily, external []prompb.Label, emit func(key []byte, ls []prompb.Label, v float64)) {
+// text format shows for it; native histogram samples are not sent yet.
+// external labels are added to series that lack them. Each series goes to
+// emit with its key and sorted labels, in buffers reused for the next;
+// label strings point into the plugins' batches (table.ref copies them).
+func flatten(fams []*merge.Family, external []prompb.Label, emit func(key []byte, ls []prompb.Label, v float64)) {
 	b := labelBuilder{external: external, emit: emit}
-	for _, mf := range mfs {
-		name := mf.GetName()
-		for _, m := range mf.GetMetric() {
-			b.reset(m.GetLabel())
-			switch mf.GetType() {
-			case dto.MetricType_COUNTER:
-				b.add(name, "", "", m.GetCounter().GetValue())
-			case dto.MetricType_GAUGE:
-				b.add(name, "", "", m.GetGauge().GetValue())
-			case dto.MetricType_UNTYPED:
-				b.add(name, "", "", m.GetUntyped().GetValue())
-			case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
-				h := m.GetHistogram()
-				for _, bk := range h.GetBucket() {
-					if math.IsInf(bk.GetUpperBound(), 1) {
-						continue // written last, from the count, as the text format does
+	for _, f := range fams {
+		bucket, sum, count := f.Name+"_bucket", f.Name+"_sum", f.Name+"_count"
+		for pi := range f.Parts {
+			p := &f.Parts[pi]
+			c := &p.Chunk
+			for k, n := 0, p.Samples(); k < n; k++ {
+				i := p.Index(k)
+				b.reset(f.LabelNames, c, c.LabelRefs(i))
+				switch f.Type {
+				case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
+					bounds, cum := c.Buckets(i)
+					for j, ub := range bounds {
+						b.add(bucket, "le", formatFloat(ub), float64(cum[j]))
 					}
-					b.add(name+"_bucket", "le", formatFloat(bk.GetUpperBound()), float64(bk.GetCumulativeCount()))
+					b.add(bucket, "le", "+Inf", float64(c.Count(i)))
+					b.add(sum, "", "", c.Value(i))
+					b.add(count, "", "", float64(c.Count(i)))
+				case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
+					qs, vs := c.Quantiles(i)
+					for j, q := range qs {
+						b.add(f.Name, "quantile", formatFloat(q), vs[j])
+					}
+					b.add(sum, "", "", c.Value(i))
+					b.add(count, "", "", float64(c.Count(i)))
+				default:
+					b.add(f.Name, "", "", c.Value(i))
 				}
-				b.add(name+"_bucket", "le", "+Inf", float64(h.GetSampleCount()))
-				b.add(name+"_sum", "", "", h.GetSampleSum())
-				b.add(name+"_count", "", "", float64(h.GetSampleCount()))
-			case dto.MetricType_SUMMARY:
-				s := m.GetSummary()
-				for _, q := range s.GetQuantile() {
-					b.add(name, "quantile", formatFloat(q.GetQuantile()), q.GetValue())
-				}
-				b.add(name+"_sum", "", "", s.GetSampleSum())
-				b.add(name+"_count", "", "", float64(s.GetSampleCount()))
 			}
 		}
 	}
@@ -128,10 +164,12 @@ type labelBuilder struct {
 	emit     func(key []byte, ls []prompb.Label, v float64)
 }
 
-func (b *labelBuilder) reset(lps []*dto.LabelPair) {
+func (b *labelBuilder) reset(names []string, c *batch.Chunk, refs []uint32) {
 	b.own = b.own[:0]
-	for _, lp := range lps {
-		b.own = append(b.own, prompb.Label{Name: lp.GetName(), Value: lp.GetValue()})
+	for j, ref := range refs {
+		if v := c.String(ref); v != "" { // an empty value is no label, as Prometheus reads the text
+			b.own = append(b.own, prompb.Label{Name: names[j], Value: v})
+		}
 	}
 	slices.SortFunc(b.own, func(x, y prompb.Label) int { return strings.Compare(x.Name, y.Name) })
 }
