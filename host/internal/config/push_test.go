@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,5 +53,31 @@ func TestPushSectionErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want an error containing %q", in, err, want)
 		}
+	}
+}
+
+// TestDeployPushExample loads the gpu-node role's config with its push:
+// section appended, as deploy/roles/gpu-node/push.yml says to.
+func TestDeployPushExample(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "deploy", "roles", "gpu-node")
+	role, err := os.ReadFile(filepath.Join(dir, "plexporter.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	push, err := os.ReadFile(filepath.Join(dir, "push.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(writeFile(t, string(role)+"\n"+string(push)), trust.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Push
+	if p == nil || !strings.HasSuffix(p.URL, "/api/v1/push") || p.Headers["X-Scope-OrgID"] == "" || p.ExternalLabels["instance"] == "" ||
+		p.HTTPClientConfig.BasicAuth == nil || p.HTTPClientConfig.BasicAuth.PasswordFile != "/etc/plexporter/push-password" || p.MaxPendingSamples != 2400000 {
+		t.Errorf("push section %+v", p)
+	}
+	if len(f.Plugins) == 0 {
+		t.Error("the role's plugins section is gone")
 	}
 }
