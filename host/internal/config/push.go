@@ -47,6 +47,13 @@ type Push struct {
 	// FlushTimeout bounds the sending of what is pending at shutdown
 	// (default 10s).
 	FlushTimeout time.Duration `yaml:"flush_timeout"`
+	// SpoolDir, when set, keeps every queued snapshot on disk until it is
+	// sent, so a restart or a crash loses nothing; the next start sends
+	// what it finds there first. Bounded by SpoolMaxBytes (default 512
+	// MiB) and SpoolMaxAge (default 1h), oldest dropped first, counted.
+	SpoolDir      string        `yaml:"spool_dir"`
+	SpoolMaxBytes int64         `yaml:"spool_max_bytes"`
+	SpoolMaxAge   time.Duration `yaml:"spool_max_age"`
 	// HTTPClientConfig: basic_auth, authorization, bearer_token_file,
 	// oauth2, tls_config, proxy_url, follow_redirects, enable_http2, as in
 	// Prometheus's remote_write.
@@ -71,13 +78,16 @@ func (p *Push) check(path string, data []byte) error {
 			return fmt.Errorf("%s.url: %q is not an http:// or https:// URL (the receiver's remote write endpoint, such as http://prometheus:9090/api/v1/write)", key, p.URL)
 		}
 	}
-	for name, d := range map[string]time.Duration{"interval": p.Interval, "remote_timeout": p.RemoteTimeout, "min_backoff": p.MinBackoff, "max_backoff": p.MaxBackoff, "flush_timeout": p.FlushTimeout} {
+	for name, d := range map[string]time.Duration{"interval": p.Interval, "remote_timeout": p.RemoteTimeout, "min_backoff": p.MinBackoff, "max_backoff": p.MaxBackoff, "flush_timeout": p.FlushTimeout, "spool_max_age": p.SpoolMaxAge} {
 		if d < 0 {
 			return fmt.Errorf("%s.%s: must be positive", key, name)
 		}
 	}
-	if p.MaxPendingSamples < 0 || p.MaxSamplesPerSend < 0 {
-		return fmt.Errorf("%s: max_pending_samples and max_samples_per_send must not be negative", key)
+	if p.MaxPendingSamples < 0 || p.MaxSamplesPerSend < 0 || p.SpoolMaxBytes < 0 {
+		return fmt.Errorf("%s: max_pending_samples, max_samples_per_send and spool_max_bytes must not be negative", key)
+	}
+	if p.SpoolDir != "" && !filepath.IsAbs(p.SpoolDir) {
+		p.SpoolDir = filepath.Join(filepath.Dir(path), p.SpoolDir)
 	}
 	for name, v := range p.ExternalLabels {
 		if !model.LegacyValidation.IsValidLabelName(name) || strings.HasPrefix(name, "__") {

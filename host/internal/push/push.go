@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -43,6 +44,8 @@ const (
 	DefaultMinBackoff        = 30 * time.Millisecond
 	DefaultMaxBackoff        = 5 * time.Second
 	DefaultFlushTimeout      = 10 * time.Second
+	DefaultSpoolMaxAge       = time.Hour
+	DefaultSpoolMaxBytes     = 512 << 20
 )
 
 // Source returns the merged snapshot, the families /metrics would serve.
@@ -66,6 +69,10 @@ func WithDefaults(c config.Push) config.Push {
 	if c.MaxSamplesPerSend <= 0 {
 		c.MaxSamplesPerSend = DefaultMaxSamplesPerSend
 	}
+	def(&c.SpoolMaxAge, DefaultSpoolMaxAge)
+	if c.SpoolMaxBytes <= 0 {
+		c.SpoolMaxBytes = DefaultSpoolMaxBytes
+	}
 	return c
 }
 
@@ -76,6 +83,9 @@ type snapshot struct {
 	ids    []uint32
 	values []float64
 	done   int // samples sent or rejected already
+
+	file    spoolFile // with spooled, its copy on disk
+	spooled bool
 }
 
 func (b *snapshot) unsent() int { return len(b.ids) - b.done }
@@ -98,12 +108,18 @@ type Pusher struct {
 	ring     []*snapshot // oldest first
 	pending  int         // unsent samples in ring
 	inFlight bool        // ring[0] is being sent
-	last     []uint32    // ids of the last snapshot, held
-	mark     []uint32    // by id: the snapshot number that last saw it
-	snaps    uint32
-	idBuf    []uint32
-	valBuf   []float64
-	failing  bool
+	// With a spool: the files a previous run left, oldest first, sent
+	// before the ring.
+	spool           *spool
+	backlog         []spoolFile
+	backlogInFlight bool
+	spoolErrors     float64
+	last            []uint32 // ids of the last snapshot, held
+	mark            []uint32 // by id: the snapshot number that last saw it
+	snaps           uint32
+	idBuf           []uint32
+	valBuf          []float64
+	failing         bool
 
 	sent, failed float64
 	dropped      map[string]float64
@@ -112,10 +128,12 @@ type Pusher struct {
 
 // Reasons of plexporter_push_dropped_samples_total.
 const (
-	DropRingFull = "ring_full" // the ring was over max_pending_samples: the oldest batch went
-	DropRejected = "rejected"  // the receiver answered 4xx (not 429): never retried
-	DropShutdown = "shutdown"  // still pending when the flush timeout ended
-	DropError    = "error"     // the request could not be made (encoding)
+	DropRingFull  = "ring_full"  // the ring was over max_pending_samples: the oldest batch went
+	DropRejected  = "rejected"   // the receiver answered 4xx (not 429): never retried
+	DropShutdown  = "shutdown"   // still pending when the flush timeout ended
+	DropError     = "error"      // the request could not be made (encoding)
+	DropTooOld    = "too_old"    // with a spool: older than spool_max_age
+	DropSpoolFull = "spool_full" // with a spool: over spool_max_bytes
 )
 
 // New returns a Pusher for cfg (defaults applied) reading src.
@@ -142,6 +160,17 @@ func New(cfg config.Push, src Source, userAgent string, log *slog.Logger) (*Push
 	p := &Pusher{
 		cfg: cfg, src: src, log: log, api: api, status: status, now: time.Now,
 		wake: make(chan struct{}, 1), tab: newTable(), dropped: map[string]float64{},
+	}
+	if cfg.SpoolDir != "" {
+		sp, err := openSpool(cfg.SpoolDir, cfg.SpoolMaxBytes, cfg.SpoolMaxAge)
+		if err != nil {
+			return nil, err
+		}
+		p.spool, p.backlog = sp, slices.Clone(sp.files)
+		p.dropped[DropTooOld], p.dropped[DropSpoolFull] = 0, 0
+		if len(p.backlog) > 0 {
+			log.Info("push: the spool holds snapshots of an earlier run; they are sent first", "dir", cfg.SpoolDir, "files", len(p.backlog), "bytes", sp.bytes)
+		}
 	}
 	for n, v := range cfg.ExternalLabels {
 		p.external = append(p.external, prompb.Label{Name: n, Value: v})
@@ -187,15 +216,22 @@ func (p *Pusher) Run(ctx context.Context) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	lost := 0
+	lost, kept := 0, 0
 	for _, b := range p.ring {
-		lost += b.unsent()
+		if b.spooled {
+			kept += b.unsent()
+		} else {
+			lost += b.unsent()
+		}
 		p.tab.release(b.ids)
 	}
 	p.ring, p.pending = nil, 0
 	if lost > 0 {
 		p.dropped[DropShutdown] += float64(lost)
 		p.log.Warn("push: samples still unsent at shutdown were dropped", "samples", lost, "flush_timeout", p.cfg.FlushTimeout)
+	}
+	if kept > 0 || len(p.backlog) > 0 {
+		p.log.Info("push: unsent snapshots stay in the spool for the next start", "samples", kept, "dir", p.spool.dir, "files", len(p.spool.files))
 	}
 }
 
@@ -263,32 +299,81 @@ func (p *Pusher) enqueue(b *snapshot) {
 	}
 	p.ring = append(p.ring, b)
 	p.pending += len(b.ids)
-	// Drop the oldest batches, never the one being sent nor the newest.
-	first := 0
-	if p.inFlight {
-		first = 1
+	if p.spool != nil {
+		req := p.request(b, len(b.ids))
+		if f, err := p.spool.write(b.ts, req); err != nil {
+			p.spoolErrors++
+			p.log.Error("push: cannot write the snapshot to the spool; it is kept in memory only (a restart loses it)", "dir", p.spool.dir, "err", err)
+		} else {
+			b.file, b.spooled = f, true
+		}
 	}
-	for p.pending > p.cfg.MaxPendingSamples && len(p.ring) > first+1 {
-		old := p.ring[first]
-		n := old.unsent()
-		p.pending -= n
-		p.dropped[DropRingFull] += float64(n)
-		p.tab.release(old.ids)
-		p.ring = slices.Delete(p.ring, first, first+1)
-		p.log.Warn("push: ring of unsent samples full (push.max_pending_samples); dropped the oldest snapshot", "samples", n, "max_pending_samples", p.cfg.MaxPendingSamples)
-	}
+	p.trim()
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
 }
 
-// sendLoop sends the ring's head until ctx ends, or until the ring is
-// empty once stopping is closed.
+// trim keeps the ring within max_pending_samples and, with a spool, the
+// spool within its bytes and age, dropping the oldest first: never what
+// is being sent, nor the newest snapshot. p.mu is held.
+func (p *Pusher) trim() {
+	var cutoff int64
+	if p.spool != nil {
+		cutoff = p.now().Add(-p.spool.maxAge).UnixMilli()
+		first := 0
+		if p.backlogInFlight {
+			first = 1
+		}
+		for len(p.backlog) > first && (p.backlog[first].ts < cutoff || p.spool.bytes > p.spool.maxBytes) {
+			f := p.backlog[first]
+			reason := DropSpoolFull
+			if f.ts < cutoff {
+				reason = DropTooOld
+			}
+			p.dropped[reason] += float64(f.samples)
+			p.log.Warn("push: dropped a spool file of an earlier run", "file", f.name, "reason", reason)
+			p.spool.remove(f)
+			p.backlog = slices.Delete(p.backlog, first, first+1)
+		}
+	}
+	first := 0
+	if p.inFlight {
+		first = 1
+	}
+	for len(p.ring) > first+1 {
+		old := p.ring[first]
+		var reason string
+		switch {
+		case p.pending > p.cfg.MaxPendingSamples:
+			reason = DropRingFull
+		case p.spool != nil && old.ts < cutoff:
+			reason = DropTooOld
+		case p.spool != nil && p.spool.bytes > p.spool.maxBytes:
+			reason = DropSpoolFull
+		}
+		if reason == "" {
+			break
+		}
+		n := old.unsent()
+		p.pending -= n
+		p.dropped[reason] += float64(n)
+		p.tab.release(old.ids)
+		if old.spooled {
+			p.spool.remove(old.file)
+		}
+		p.ring = slices.Delete(p.ring, first, first+1)
+		p.log.Warn("push: dropped the oldest unsent snapshot", "reason", reason, "samples", n, "max_pending_samples", p.cfg.MaxPendingSamples)
+	}
+}
+
+// sendLoop sends what a previous run left in the spool, then the ring's
+// head, until ctx ends, or until both are empty once stopping is closed.
 func (p *Pusher) sendLoop(ctx context.Context, stopping <-chan struct{}) {
 	for {
 		p.mu.Lock()
-		for len(p.ring) == 0 {
+		for len(p.ring) == 0 && len(p.backlog) == 0 {
 			p.mu.Unlock()
 			select {
 			case <-stopping:
@@ -299,56 +384,122 @@ func (p *Pusher) sendLoop(ctx context.Context, stopping <-chan struct{}) {
 			}
 			p.mu.Lock()
 		}
+		if len(p.backlog) > 0 {
+			f := p.backlog[0]
+			p.backlogInFlight = true
+			p.mu.Unlock()
+			done := p.sendFile(ctx, f)
+			p.mu.Lock()
+			p.backlogInFlight = false
+			if done && len(p.backlog) > 0 && p.backlog[0].name == f.name {
+				p.backlog = p.backlog[1:]
+				p.spool.remove(f)
+			}
+			p.mu.Unlock()
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
 		b := p.ring[0]
 		n := min(p.cfg.MaxSamplesPerSend, b.unsent())
 		req := p.request(b, n)
 		p.inFlight = true
 		p.mu.Unlock()
 
-		p.status.code.Store(0)
-		_, err := p.api.Write(ctx, remote.WriteV1MessageType, req, remote.WithWriteRetryCallback(func(err error) {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			p.failed += float64(n)
-			if !p.failing {
-				p.failing = true
-				p.log.Warn("push: request failed; retrying with backoff until it succeeds (samples queue in the ring meanwhile)", "url", p.cfg.URL, "err", truncate(err.Error()))
-			}
-		}))
-		code := int(p.status.code.Load())
+		out := p.send(ctx, req, n)
 
 		p.mu.Lock()
 		p.inFlight = false
-		switch {
-		case err == nil:
-			p.sent += float64(n)
-			p.lastSuccess = p.now()
-			if p.failing {
-				p.failing = false
-				p.log.Info("push: receiver accepts requests again", "url", p.cfg.URL, "pending_samples", p.pending-n)
+		if out == sendAgain {
+			p.mu.Unlock()
+			if ctx.Err() != nil {
+				return
 			}
-			p.advance(b, n)
-		case ctx.Err() != nil:
-			p.mu.Unlock()
-			return
-		case code >= 400 && code < 500:
-			// 429 is retried by the client; every other 4xx is final.
-			p.dropped[DropRejected] += float64(n)
-			p.log.Error("push: receiver rejected samples; they are dropped, not retried", "url", p.cfg.URL, "status", code, "samples", n, "err", truncate(err.Error()))
-			p.advance(b, n)
-		case code >= 200 && code < 300:
-			// Accepted, but the answer could not be read: send again.
-			p.failed += float64(n)
-			p.log.Warn("push: reading the receiver's answer failed; sending again", "err", err)
-			p.mu.Unlock()
-			sleep(ctx, p.cfg.MaxBackoff)
 			continue
-		default:
-			p.dropped[DropError] += float64(n)
-			p.log.Error("push: cannot make the request; samples dropped", "url", p.cfg.URL, "err", truncate(err.Error()))
-			p.advance(b, n)
 		}
+		p.advance(b, n)
 		p.mu.Unlock()
+	}
+}
+
+// sendFile sends a spool file of a previous run, in requests of at most
+// max_samples_per_send series. It reports whether the file is done with
+// (sent, or its samples dropped); false when ctx ended first.
+func (p *Pusher) sendFile(ctx context.Context, f spoolFile) bool {
+	req, err := p.spool.read(f)
+	if err != nil {
+		p.mu.Lock()
+		p.spoolErrors++
+		p.mu.Unlock()
+		p.log.Error("push: cannot read a spool file; it is removed", "file", filepath.Join(p.spool.dir, f.name), "err", err)
+		return true
+	}
+	for off := 0; off < len(req.Timeseries); {
+		n := min(p.cfg.MaxSamplesPerSend, len(req.Timeseries)-off)
+		if p.send(ctx, &prompb.WriteRequest{Timeseries: req.Timeseries[off : off+n]}, n) == sendAgain {
+			if ctx.Err() != nil {
+				return false
+			}
+			continue
+		}
+		off += n
+	}
+	return true
+}
+
+// sendOutcome is what became of one request.
+type sendOutcome int
+
+const (
+	sendDone  sendOutcome = iota // accepted, or dropped (counted)
+	sendAgain                    // not sent: ctx ended, or the answer was unreadable
+)
+
+// send posts req, n samples, retrying as the client does, and counts the
+// outcome.
+func (p *Pusher) send(ctx context.Context, req *prompb.WriteRequest, n int) sendOutcome {
+	p.status.code.Store(0)
+	_, err := p.api.Write(ctx, remote.WriteV1MessageType, req, remote.WithWriteRetryCallback(func(err error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.failed += float64(n)
+		if !p.failing {
+			p.failing = true
+			p.log.Warn("push: request failed; retrying with backoff until it succeeds (samples queue in the ring meanwhile)", "url", p.cfg.URL, "err", truncate(err.Error()))
+		}
+	}))
+	code := int(p.status.code.Load())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case err == nil:
+		p.sent += float64(n)
+		p.lastSuccess = p.now()
+		if p.failing {
+			p.failing = false
+			p.log.Info("push: receiver accepts requests again", "url", p.cfg.URL, "pending_samples", p.pending)
+		}
+		return sendDone
+	case ctx.Err() != nil:
+		return sendAgain
+	case code >= 400 && code < 500:
+		// 429 is retried by the client; every other 4xx is final.
+		p.dropped[DropRejected] += float64(n)
+		p.log.Error("push: receiver rejected samples; they are dropped, not retried", "url", p.cfg.URL, "status", code, "samples", n, "err", truncate(err.Error()))
+		return sendDone
+	case code >= 200 && code < 300:
+		// Accepted, but the answer could not be read: send again.
+		p.failed += float64(n)
+		p.log.Warn("push: reading the receiver's answer failed; sending again", "err", err)
+		p.mu.Unlock()
+		sleep(ctx, p.cfg.MaxBackoff)
+		p.mu.Lock()
+		return sendAgain
+	default:
+		p.dropped[DropError] += float64(n)
+		p.log.Error("push: cannot make the request; samples dropped", "url", p.cfg.URL, "err", truncate(err.Error()))
+		return sendDone
 	}
 }
 
@@ -359,6 +510,9 @@ func (p *Pusher) advance(b *snapshot, n int) {
 	if b.unsent() == 0 {
 		p.tab.release(b.ids)
 		p.ring = slices.Delete(p.ring, 0, 1)
+		if b.spooled {
+			p.spool.remove(b.file)
+		}
 	}
 }
 
@@ -423,12 +577,14 @@ var (
 	descOldest      = prometheus.NewDesc("plexporter_push_oldest_unsent_timestamp_seconds", "Timestamp of the oldest sample not yet sent (0: none pending).", nil, nil)
 	descLag         = prometheus.NewDesc("plexporter_push_lag_seconds", "How old the oldest unsent sample is (0: none pending).", nil, nil)
 	descLastSuccess = prometheus.NewDesc("plexporter_push_last_success_timestamp_seconds", "When a request last succeeded (0: never).", nil, nil)
+	descSpoolBytes  = prometheus.NewDesc("plexporter_push_spool_bytes", "Bytes of the spool's files (push.spool_dir).", nil, nil)
+	descSpoolErrors = prometheus.NewDesc("plexporter_push_spool_errors_total", "Spool files that could not be written (the snapshot stayed in memory only) or read (the file was removed).", nil, nil)
 	descSeries      = prometheus.NewDesc("plexporter_push_series", "Label sets held by the pending batches and the last snapshot.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (p *Pusher) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSent, descFailed, descDropped, descPending, descOldest, descLag, descLastSuccess, descSeries} {
+	for _, d := range []*prometheus.Desc{descSent, descFailed, descDropped, descPending, descOldest, descLag, descLastSuccess, descSeries, descSpoolBytes, descSpoolErrors} {
 		ch <- d
 	}
 }
@@ -442,11 +598,20 @@ func (p *Pusher) Collect(ch chan<- prometheus.Metric) {
 	for r, v := range p.dropped {
 		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, v, r)
 	}
-	ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(p.pending))
+	pending := p.pending
+	for _, f := range p.backlog {
+		pending += f.samples
+	}
+	ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(pending))
 	oldest, lag := 0.0, 0.0
-	if len(p.ring) > 0 {
+	switch {
+	case len(p.backlog) > 0:
+		oldest = float64(p.backlog[0].ts) / 1000
+	case len(p.ring) > 0:
 		oldest = float64(p.ring[0].ts) / 1000
-		lag = max(0, float64(p.now().UnixMilli()-p.ring[0].ts)/1000)
+	}
+	if oldest > 0 {
+		lag = max(0, float64(p.now().UnixMilli())/1000-oldest)
 	}
 	ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, oldest)
 	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, lag)
@@ -456,4 +621,8 @@ func (p *Pusher) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descLastSuccess, prometheus.GaugeValue, last)
 	ch <- prometheus.MustNewConstMetric(descSeries, prometheus.GaugeValue, float64(p.tab.len()))
+	if p.spool != nil {
+		ch <- prometheus.MustNewConstMetric(descSpoolBytes, prometheus.GaugeValue, float64(p.spool.bytes))
+		ch <- prometheus.MustNewConstMetric(descSpoolErrors, prometheus.CounterValue, p.spoolErrors)
+	}
 }
