@@ -74,7 +74,7 @@ func TestDeployPushExample(t *testing.T) {
 	}
 	p := f.Push
 	if p == nil || !strings.HasSuffix(p.URL, "/api/v1/push") || p.Headers["X-Scope-OrgID"] == "" || p.ExternalLabels["instance"] == "" ||
-		p.HTTPClientConfig.BasicAuth == nil || p.HTTPClientConfig.BasicAuth.PasswordFile != "/etc/plexporter/push-password" || p.MaxPendingSamples != 2400000 {
+		p.HTTPClientConfig.BasicAuth == nil || p.HTTPClientConfig.BasicAuth.PasswordFile != "/etc/plexporter/push-password" || p.MaxPendingSamples != 2400000 || p.SpoolDir != "/var/lib/plexporter/push-spool" {
 		t.Errorf("push section %+v", p)
 	}
 	if len(f.Plugins) == 0 {
