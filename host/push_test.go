@@ -6,13 +6,18 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/plexporter/plexporter/internal/syncbuf"
 )
 
 // TestPushToRealPrometheus runs the host with push: to a real Prometheus
@@ -130,4 +135,97 @@ func queryAtAll(t *testing.T, promURL, at, q string) map[string]float64 {
 		out[r.Metric.String()] = f
 	}
 	return out
+}
+
+// TestPushSpoolSurvivesAHostCrash: the host pushes to a receiver that is
+// not there yet, is killed (SIGKILL: no flush), and a new host on the same
+// spool sends the first one's snapshots, once the receiver is up, before
+// its own: Prometheus then holds a sample at every spooled timestamp.
+func TestPushSpoolSurvivesAHostCrash(t *testing.T) {
+	bin := prometheusBinary(t)
+	addr := freePort(t)
+	spool := filepath.Join(t.TempDir(), "spool")
+	cfg := fmt.Sprintf(`  alpha: {config: {series: 2}}
+push:
+  url: http://%s/api/v1/write
+  interval: 500ms
+  external_labels: {job: pushed}
+  min_backoff: 50ms
+  max_backoff: 200ms
+  spool_dir: %s
+`, addr, spool)
+	first := startHost(t, []string{"alpha"}, cfg)
+	var files []string
+	first.waitFor(minWait, "three snapshots spooled", func() bool {
+		files, _ = filepath.Glob(filepath.Join(spool, "*.rw1"))
+		return len(files) >= 3
+	})
+	first.cmd.Process.Kill()
+	first.cmd.Wait()
+	files, _ = filepath.Glob(filepath.Join(spool, "*.rw1"))
+	var stamps []string
+	for _, f := range files {
+		ms, _, _ := strings.Cut(filepath.Base(f), "-")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stamps = append(stamps, strconv.FormatFloat(float64(n)/1000, 'f', 3, 64))
+	}
+	t.Logf("the killed host left %d snapshots in the spool", len(stamps))
+
+	second := startHost(t, []string{"alpha"}, cfg)
+	startReceiverAt(t, bin, addr)
+	second.waitFor(minWait, "the spool emptied", func() bool {
+		left, _ := filepath.Glob(filepath.Join(spool, "*.rw1"))
+		for _, l := range left {
+			if slices.Contains(files, l) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, at := range stamps {
+		// The host's own build_info is in every snapshot (the first may
+		// come before the plugin's first answer).
+		got := queryAtAll(t, "http://"+addr, at, `timestamp(plexporter_build_info{job="pushed"})`)
+		if len(got) != 1 {
+			t.Errorf("at %s Prometheus has %v: the killed host's snapshot is missing", at, got)
+			continue
+		}
+		for _, v := range got {
+			if strconv.FormatFloat(v, 'f', 3, 64) != at {
+				t.Errorf("at %s the latest sample is from %v", at, v)
+			}
+		}
+	}
+	_, mfs := second.scrape("")
+	if v := value(mfs, "plexporter_push_samples_dropped_total", "reason", "rejected"); v != 0 {
+		t.Errorf("rejected samples: %v (out of order?)", v)
+	}
+}
+
+// startReceiverAt runs Prometheus as a remote write receiver on addr,
+// scraping nothing.
+func startReceiverAt(t *testing.T, bin, addr string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte("global: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prom := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--web.enable-remote-write-receiver")
+	logs := &syncbuf.Buffer{}
+	prom.Stdout, prom.Stderr = logs, logs
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		prom.Process.Kill()
+		prom.Wait()
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", logs.String())
+		}
+	})
+	waitReady(t, "http://"+addr)
 }
