@@ -149,7 +149,7 @@ func BenchmarkPushPipeline(b *testing.B) {
 		for len(p.ring) > 0 {
 			n := min(p.cfg.MaxSamplesPerSend, p.ring[0].unsent())
 			req := p.request(p.ring[0], n)
-			raw, err := req.Marshal()
+			raw, err := req.marshal()
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -300,8 +300,12 @@ func (p *Pusher) enqueue(b *snapshot) {
 	p.ring = append(p.ring, b)
 	p.pending += len(b.ids)
 	if p.spool != nil {
-		req := p.request(b, len(b.ids))
-		if f, err := p.spool.write(b.ts, req); err != nil {
+		raw, err := p.request(b, len(b.ids)).marshal()
+		var f spoolFile
+		if err == nil {
+			f, err = p.spool.write(b.ts, raw, len(b.ids))
+		}
+		if err != nil {
 			p.spoolErrors++
 			p.log.Error("push: cannot write the snapshot to the spool; it is kept in memory only (a restart loses it)", "dir", p.spool.dir, "err", err)
 		} else {
@@ -458,7 +462,7 @@ const (
 
 // send posts req, n samples, retrying as the client does, and counts the
 // outcome.
-func (p *Pusher) send(ctx context.Context, req *prompb.WriteRequest, n int) sendOutcome {
+func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 	p.status.code.Store(0)
 	_, err := p.api.Write(ctx, remote.WriteV1MessageType, req, remote.WithWriteRetryCallback(func(err error) {
 		p.mu.Lock()
@@ -516,16 +520,14 @@ func (p *Pusher) advance(b *snapshot, n int) {
 	}
 }
 
-// request builds the write request of b's next n samples. p.mu is held.
-func (p *Pusher) request(b *snapshot, n int) *prompb.WriteRequest {
-	ts := make([]prompb.TimeSeries, n)
-	ss := make([]prompb.Sample, n)
-	for i := range n {
-		k := b.done + i
-		ss[i] = prompb.Sample{Value: b.values[k], Timestamp: b.ts}
-		ts[i] = prompb.TimeSeries{Labels: p.tab.labels[b.ids[k]], Samples: ss[i : i+1 : i+1]}
+// request builds the write request of b's next n samples. p.mu is held:
+// the request keeps the table's encoded label sets, not the table.
+func (p *Pusher) request(b *snapshot, n int) *writeRequest {
+	r := &writeRequest{labels: make([][]byte, n), values: b.values[b.done : b.done+n], ts: b.ts}
+	for i, id := range b.ids[b.done : b.done+n] {
+		r.labels[i] = p.tab.enc[id]
 	}
-	return &prompb.WriteRequest{Timeseries: ts}
+	return r
 }
 
 func sleep(ctx context.Context, d time.Duration) {

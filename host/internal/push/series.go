@@ -31,6 +31,7 @@ type table struct {
 	byHash   map[uint64]uint32
 	overflow map[string]uint32
 	labels   [][]prompb.Label // by id; nil when free
+	enc      [][]byte         // by id: encodeLabels(labels[id])
 	keys     []string         // by id
 	hashes   []uint64         // by id
 	refs     []int32          // by id
@@ -60,7 +61,7 @@ func (t *table) refHash(key []byte, h uint64, ls []prompb.Label) uint32 {
 			id, t.free = t.free[n-1], t.free[:n-1]
 		} else {
 			id = uint32(len(t.labels))
-			t.labels, t.keys, t.hashes, t.refs = append(t.labels, nil), append(t.keys, ""), append(t.hashes, 0), append(t.refs, 0)
+			t.labels, t.enc, t.keys, t.hashes, t.refs = append(t.labels, nil), append(t.enc, nil), append(t.keys, ""), append(t.hashes, 0), append(t.refs, 0)
 		}
 		// Copies: the strings of ls may point into a plugin's batch,
 		// which the table must not keep alive.
@@ -69,7 +70,7 @@ func (t *table) refHash(key []byte, h uint64, ls []prompb.Label) uint32 {
 		for i, l := range ls {
 			own[i] = prompb.Label{Name: strings.Clone(l.Name), Value: strings.Clone(l.Value)}
 		}
-		t.labels[id], t.keys[id], t.hashes[id] = own, k, h
+		t.labels[id], t.enc[id], t.keys[id], t.hashes[id] = own, encodeLabels(own), k, h
 		if _, taken := t.byHash[h]; taken {
 			t.overflow[k] = id
 		} else {
@@ -92,7 +93,7 @@ func (t *table) release(ids []uint32) {
 			} else {
 				delete(t.overflow, t.keys[id])
 			}
-			t.labels[id], t.keys[id] = nil, ""
+			t.labels[id], t.enc[id], t.keys[id] = nil, nil, ""
 			t.free = append(t.free, id)
 		}
 	}

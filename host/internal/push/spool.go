@@ -81,15 +81,11 @@ func openSpool(dir string, maxBytes int64, maxAge time.Duration) (*spool, error)
 	return s, nil
 }
 
-// write stores req, a snapshot taken at ts, and returns its file.
-func (s *spool) write(ts int64, req *prompb.WriteRequest) (spoolFile, error) {
-	raw, err := req.Marshal()
-	if err != nil {
-		return spoolFile{}, err
-	}
+// write stores raw, the encoded write request of a snapshot of n
+// samples taken at ts, and returns its file.
+func (s *spool) write(ts int64, raw []byte, n int) (spoolFile, error) {
 	data := snappy.Encode(nil, raw)
 	s.seq++
-	n := len(req.Timeseries)
 	f := spoolFile{name: fmt.Sprintf("%020d-%06d-%d%s", ts, s.seq%1_000_000, n, spoolExt), ts: ts, samples: n, size: int64(len(data))}
 	tmp := filepath.Join(s.dir, f.name+".tmp")
 	if err := writeSync(tmp, data); err != nil {
