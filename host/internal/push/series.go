@@ -159,10 +159,27 @@ func formatFloat(f float64) string {
 // labelBuilder makes the sorted label sets of one metric's series.
 type labelBuilder struct {
 	external []prompb.Label // sorted
-	own      []prompb.Label // the metric's labels, sorted
-	ls       []prompb.Label
-	key      []byte
-	emit     func(key []byte, ls []prompb.Label, v float64)
+	// own is the metric's labels and the external labels it lacks, sorted:
+	// made once per metric, for the several series of a histogram.
+	own  []prompb.Label
+	ls   []prompb.Label
+	key  []byte
+	emit func(key []byte, ls []prompb.Label, v float64)
+}
+
+func byName(x prompb.Label, name string) int { return strings.Compare(x.Name, name) }
+
+// insert puts l into ls, sorted by name; a label of the same name is
+// replaced when replace is set, else kept.
+func insert(ls []prompb.Label, l prompb.Label, replace bool) []prompb.Label {
+	i, found := slices.BinarySearchFunc(ls, l.Name, byName)
+	switch {
+	case !found:
+		return slices.Insert(ls, i, l)
+	case replace:
+		ls[i] = l
+	}
+	return ls
 }
 
 func (b *labelBuilder) reset(names []string, c *batch.Chunk, refs []uint32) {
@@ -173,22 +190,21 @@ func (b *labelBuilder) reset(names []string, c *batch.Chunk, refs []uint32) {
 		}
 	}
 	slices.SortFunc(b.own, func(x, y prompb.Label) int { return strings.Compare(x.Name, y.Name) })
+	for _, e := range b.external {
+		b.own = insert(b.own, e, false)
+	}
 }
 
 // add emits the series name{own labels, extra=extraVal, external labels
 // the series lacks} with value v.
 func (b *labelBuilder) add(name, extra, extraVal string, v float64) {
-	ls := append(b.ls[:0], prompb.Label{Name: "__name__", Value: name})
-	ls = append(ls, b.own...)
+	ls := append(b.ls[:0], b.own...)
+	ls = insert(ls, prompb.Label{Name: "__name__", Value: name}, true)
 	if extra != "" {
-		ls = append(ls, prompb.Label{Name: extra, Value: extraVal})
+		// le and quantile are the series' own: they win over an external
+		// label of that name.
+		ls = insert(ls, prompb.Label{Name: extra, Value: extraVal}, true)
 	}
-	for _, e := range b.external {
-		if !slices.ContainsFunc(ls, func(l prompb.Label) bool { return l.Name == e.Name }) {
-			ls = append(ls, e)
-		}
-	}
-	slices.SortFunc(ls, func(x, y prompb.Label) int { return strings.Compare(x.Name, y.Name) })
 	key := b.key[:0]
 	for _, l := range ls {
 		key = append(key, l.Name...)
