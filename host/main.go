@@ -79,6 +79,7 @@ type pushFlags struct {
 	interval          time.Duration
 	maxPendingSamples int
 	flushTimeout      time.Duration
+	spoolDir          string
 }
 
 func main() {
@@ -154,6 +155,7 @@ func run(args []string) int {
 	app.Flag("push.interval", "How often to take and push a snapshot (default: push.interval in --config.file, else 15s).").SetValue((*durationFlag)(&f.push.interval))
 	app.Flag("push.max-pending-samples", "Bound of the memory ring of samples not yet accepted by the receiver; past it the oldest snapshot is dropped, counted in plexporter_push_samples_dropped_total{reason=\"ring_full\"} (default: push.max_pending_samples, else 500000: 12 bytes a sample, plus each label set once).").IntVar(&f.push.maxPendingSamples)
 	app.Flag("push.flush-timeout", "On shutdown, how long to go on sending what is pending before dropping it, counted (default: push.flush_timeout, else 10s).").SetValue((*durationFlag)(&f.push.flushTimeout))
+	app.Flag("push.spool-dir", "Keep unsent snapshots in this directory (made mode 0700) across restarts and crashes; the next start sends them first. Bounded by push.spool_max_bytes (512 MiB) and push.spool_max_age (1h) in --config.file (default: push.spool_dir, else none: a restart loses what is unsent).").StringVar(&f.push.spoolDir)
 	toolkitFlags := webflag.AddFlags(app, ":9880")
 	logConfig := &promslog.Config{}
 	promslogflag.AddFlags(app, logConfig)
@@ -337,6 +339,9 @@ func newPusher(fl *fleet.Fleet, scraper *scrape.Scraper, pf pushFlags, log *slog
 	if pf.flushTimeout > 0 {
 		c.FlushTimeout = pf.flushTimeout
 	}
+	if pf.spoolDir != "" {
+		c.SpoolDir = pf.spoolDir
+	}
 	// The same round as a scrape of /metrics without a selection: every
 	// plugin, merged and guarded once, with the host's own families.
 	src := func(ctx context.Context) []*merge.Family { return scraper.Scrape(ctx, scrape.Selection{}) }
@@ -348,7 +353,7 @@ func newPusher(fl *fleet.Fleet, scraper *scrape.Scraper, pf pushFlags, log *slog
 		return nil, err
 	}
 	c = push.WithDefaults(c)
-	log.Info("pushing with remote write 1.0", "url", c.URL, "interval", c.Interval, "max_pending_samples", c.MaxPendingSamples)
+	log.Info("pushing with remote write 1.0", "url", c.URL, "interval", c.Interval, "max_pending_samples", c.MaxPendingSamples, "spool_dir", c.SpoolDir)
 	return p, nil
 }
 
