@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -272,6 +273,9 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 		b.ids, b.values = append(b.ids, id), append(b.values, v)
 	})
 	p.enqueue(b)
+	if p.spool != nil && len(b.ids) > 0 {
+		p.spoolSnapshot(b)
+	}
 }
 
 // enqueue adds b, one snapshot's samples, with staleness markers for the
@@ -299,24 +303,35 @@ func (p *Pusher) enqueue(b *snapshot) {
 	}
 	p.ring = append(p.ring, b)
 	p.pending += len(b.ids)
-	if p.spool != nil {
-		raw, err := p.request(b, len(b.ids)).marshal()
-		var f spoolFile
-		if err == nil {
-			f, err = p.spool.write(b.ts, raw, len(b.ids))
-		}
-		if err != nil {
-			p.spoolErrors++
-			p.log.Error("push: cannot write the snapshot to the spool; it is kept in memory only (a restart loses it)", "dir", p.spool.dir, "err", err)
-		} else {
-			b.file, b.spooled = f, true
-		}
-	}
 	p.trim()
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// spoolSnapshot writes b to the spool. p.mu is held, and let go of while
+// the file is written.
+func (p *Pusher) spoolSnapshot(b *snapshot) {
+	raw, err := p.request(b, len(b.ids)).marshal()
+	f := p.spool.name(b.ts, len(b.ids))
+	if err == nil {
+		p.mu.Unlock()
+		f, err = p.spool.store(f, raw)
+		p.mu.Lock()
+	}
+	if err != nil {
+		p.spoolErrors++
+		p.log.Error("push: cannot write the snapshot to the spool; it is kept in memory only (a restart loses it)", "dir", p.spool.dir, "err", err)
+		return
+	}
+	if !slices.Contains(p.ring, b) { // sent or dropped meanwhile
+		os.Remove(filepath.Join(p.spool.dir, f.name))
+		return
+	}
+	p.spool.add(f)
+	b.file, b.spooled = f, true
+	p.trim()
 }
 
 // trim keeps the ring within max_pending_samples and, with a spool, the

@@ -81,12 +81,20 @@ func openSpool(dir string, maxBytes int64, maxAge time.Duration) (*spool, error)
 	return s, nil
 }
 
-// write stores raw, the encoded write request of a snapshot of n
-// samples taken at ts, and returns its file.
-func (s *spool) write(ts int64, raw []byte, n int) (spoolFile, error) {
-	data := snappy.Encode(nil, raw)
+// name returns the file name of a snapshot of n samples taken at ts.
+// Called with the pusher's lock held, as add and remove are.
+func (s *spool) name(ts int64, n int) spoolFile {
 	s.seq++
-	f := spoolFile{name: fmt.Sprintf("%020d-%06d-%d%s", ts, s.seq%1_000_000, n, spoolExt), ts: ts, samples: n, size: int64(len(data))}
+	return spoolFile{name: fmt.Sprintf("%020d-%06d-%d%s", ts, s.seq%1_000_000, n, spoolExt), ts: ts, samples: n}
+}
+
+// store writes raw, an encoded write request, as f (snappy), whole or not
+// at all: to a temporary name, fsynced, then renamed. It touches no state
+// of s, so it runs without the pusher's lock (an fsync may take long, and
+// /metrics reads the pusher's self-metrics under that lock).
+func (s *spool) store(f spoolFile, raw []byte) (spoolFile, error) {
+	data := snappy.Encode(nil, raw)
+	f.size = int64(len(data))
 	tmp := filepath.Join(s.dir, f.name+".tmp")
 	if err := writeSync(tmp, data); err != nil {
 		os.Remove(tmp)
@@ -96,9 +104,13 @@ func (s *spool) write(ts int64, raw []byte, n int) (spoolFile, error) {
 		os.Remove(tmp)
 		return spoolFile{}, err
 	}
+	return f, nil
+}
+
+// add records f, stored.
+func (s *spool) add(f spoolFile) {
 	s.files = append(s.files, f)
 	s.bytes += f.size
-	return f, nil
 }
 
 func writeSync(path string, data []byte) error {
