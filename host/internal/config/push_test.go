@@ -81,3 +81,28 @@ func TestDeployPushExample(t *testing.T) {
 		t.Error("the role's plugins section is gone")
 	}
 }
+
+// TestREADMEPushExample loads the push: example of README.md's "Push
+// (remote write)" section, so the documented keys stay true.
+func TestREADMEPushExample(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "### Push (remote write)")
+	if !ok {
+		t.Fatal(`README.md has no "### Push (remote write)" section`)
+	}
+	_, block, ok := strings.Cut(sec, "```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("no yaml block in README.md's push section")
+	}
+	f, err := Load(writeFile(t, block), trust.Policy{})
+	if err != nil {
+		t.Fatalf("README.md's push example: %v", err)
+	}
+	if f.Push == nil || f.Push.URL == "" || f.Push.SpoolDir == "" || f.Push.HTTPClientConfig.TLSConfig.CertFile == "" {
+		t.Errorf("README.md's push example read as %+v", f.Push)
+	}
+}
