@@ -277,6 +277,9 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, devices *merge.D
 	} else {
 		go func() {
 			defer close(pushed)
+			// The first snapshot after every plugin's first start, so the
+			// push does not begin with a snapshot of the host alone.
+			firstStarts(ctx, fl, f.startTimeout)
 			pusher.Run(ctx)
 		}()
 	}
@@ -355,6 +358,22 @@ func newPusher(fl *fleet.Fleet, scraper *scrape.Scraper, pf pushFlags, log *slog
 	c = push.WithDefaults(c)
 	log.Info("pushing with remote write 1.0", "url", c.URL, "interval", c.Interval, "max_pending_samples", c.MaxPendingSamples, "spool_dir", c.SpoolDir)
 	return p, nil
+}
+
+// firstStarts waits until every plugin has started or failed its first
+// start, at most d (or until ctx ends).
+func firstStarts(ctx context.Context, fl *fleet.Fleet, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for _, s := range fl.Supervisors() {
+		select {
+		case <-s.FirstAttempt():
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // listen binds every --web.listen-address. It returns nil listeners, for
