@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -227,6 +228,23 @@ func run(args []string) int {
 		return 1
 	}
 	fleetOptions.Sandbox = sandboxed
+	// push: is read once, at start (newPusher); a reload that changes it
+	// says that it takes a restart.
+	var pushAtStart, pushLast *config.Push
+	var pushSeen bool
+	fleetOptions.Loaded = func(c *config.File) {
+		switch {
+		case !pushSeen:
+			pushAtStart, pushLast, pushSeen = c.Push, c.Push, true
+		case reflect.DeepEqual(c.Push, pushLast):
+		case reflect.DeepEqual(c.Push, pushAtStart):
+			pushLast = c.Push
+			log.Info("the push: section of the config file is as at the start again", "file", f.configFile)
+		default:
+			pushLast = c.Push
+			log.Warn("the push: section of the config file changed; push keeps its settings from the start until plexporter restarts", "file", f.configFile)
+		}
+	}
 	fl := fleet.New(fleetOptions, log)
 
 	switch cmd {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -228,4 +229,33 @@ func startReceiverAt(t *testing.T, bin, addr string) {
 		}
 	})
 	waitReady(t, "http://"+addr)
+}
+
+// TestPushSectionChangeOnReloadIsSaid: push: is read at start; a reload
+// that changes it logs that it takes a restart, once, and the push goes
+// on with its settings.
+func TestPushSectionChangeOnReloadIsSaid(t *testing.T) {
+	push := "push:\n  url: http://127.0.0.1:1/api/v1/write\n  flush_timeout: 100ms\n  interval: %s\n"
+	h := startHost(t, []string{"alpha"}, "  alpha: {config: {series: 1}}\n"+fmt.Sprintf(push, "1h"))
+	const said = "the push: section of the config file changed"
+	h.writeConfig("  alpha: {config: {series: 1}}\n" + fmt.Sprintf(push, "30s"))
+	h.cmd.Process.Signal(syscall.SIGHUP)
+	h.waitFor(minWait, "the change said", func() bool {
+		_, mfs := h.scrape("")
+		return value(mfs, "plexporter_config_last_reload_successful") == 1 && strings.Contains(h.logs.String(), said)
+	})
+	_, mfs := h.scrape("")
+	first := value(mfs, "plexporter_config_last_reload_success_timestamp_seconds")
+	h.cmd.Process.Signal(syscall.SIGHUP) // the same file again: nothing more to say
+	h.waitFor(minWait, "the second reload", func() bool {
+		_, mfs := h.scrape("")
+		return value(mfs, "plexporter_config_last_reload_success_timestamp_seconds") > first
+	})
+	if n := strings.Count(h.logs.String(), said); n != 1 {
+		t.Errorf("said %d times, want once", n)
+	}
+	_, mfs = h.scrape("")
+	if value(mfs, "plexporter_push_pending_samples") < 0 {
+		t.Error("push self-metrics gone after the reload")
+	}
 }
