@@ -31,6 +31,8 @@ import (
 // temporary data directory, which outlives a stop and start.
 type promReceiver struct {
 	t         *testing.T
+	argv      []string // the command, run by start
+	ready     string   // a path that answers 200 once it takes writes
 	bin, dir  string
 	addr      string
 	cmd       *exec.Cmd
@@ -52,7 +54,9 @@ func startReceiver(t *testing.T) *promReceiver {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	r := &promReceiver{t: t, bin: bin, dir: dir, addr: addr, logs: &syncbuf.Buffer{}, writeURL: "http://" + addr + "/api/v1/write", queryBase: "http://" + addr}
+	r := &promReceiver{t: t, bin: bin, dir: dir, addr: addr, logs: &syncbuf.Buffer{}, writeURL: "http://" + addr + "/api/v1/write", queryBase: "http://" + addr, ready: "/-/ready"}
+	r.argv = []string{bin, "--config.file=" + filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr, "--web.enable-remote-write-receiver"}
 	t.Cleanup(func() {
 		r.stop()
 		if t.Failed() {
@@ -65,14 +69,13 @@ func startReceiver(t *testing.T) *promReceiver {
 
 func (r *promReceiver) start() {
 	r.t.Helper()
-	r.cmd = exec.Command(r.bin, "--config.file="+filepath.Join(r.dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(r.dir, "data"),
-		"--web.listen-address="+r.addr, "--web.enable-remote-write-receiver")
+	r.cmd = exec.Command(r.argv[0], r.argv[1:]...)
 	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
 	waitFor(r.t, "prometheus ready", func() bool {
-		resp, err := http.Get(r.queryBase + "/-/ready")
+		resp, err := http.Get(r.queryBase + r.ready)
 		if err != nil {
 			return false
 		}
@@ -154,7 +157,48 @@ func mixed(devices ...string) []*dto.MetricFamily {
 // then a device disappears, and its series must end at once (staleness
 // marker), not linger for the five-minute lookback.
 func TestRealPrometheusReceivesTheSnapshot(t *testing.T) {
-	prom := startReceiver(t)
+	receivesTheSnapshot(t, startReceiver(t))
+}
+
+// TestRealVictoriaMetricsReceivesTheSnapshot is the same against Debian's
+// VictoriaMetrics (its Prometheus-compatible /api/v1/write and query API).
+func TestRealVictoriaMetricsReceivesTheSnapshot(t *testing.T) {
+	receivesTheSnapshot(t, startVictoriaMetrics(t))
+}
+
+// startVictoriaMetrics runs Debian's victoria-metrics on a temporary data
+// directory; without it the test is skipped, unless
+// PLEXPORTER_REQUIRE_PROMTOOL is set (CI installs it).
+func startVictoriaMetrics(t *testing.T) *promReceiver {
+	t.Helper()
+	bin, err := exec.LookPath("victoria-metrics")
+	if err != nil {
+		if os.Getenv("PLEXPORTER_REQUIRE_PROMTOOL") != "" {
+			t.Fatal("victoria-metrics not found but PLEXPORTER_REQUIRE_PROMTOOL is set (Debian package victoria-metrics)")
+		}
+		t.Skip("victoria-metrics not installed (Debian package victoria-metrics)")
+	}
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	r := &promReceiver{t: t, bin: bin, dir: dir, addr: addr, logs: &syncbuf.Buffer{}, writeURL: "http://" + addr + "/api/v1/write", queryBase: "http://" + addr, ready: "/health"}
+	// Queries see every sample at once (no latency offset, no cache).
+	r.argv = []string{bin, "-storageDataPath=" + filepath.Join(dir, "data"), "-httpListenAddr=" + addr, "-search.latencyOffset=0s", "-search.disableCache"}
+	t.Cleanup(func() {
+		r.stop()
+		if t.Failed() {
+			t.Logf("victoria-metrics log:\n%s", r.logs.String())
+		}
+	})
+	r.start()
+	return r
+}
+
+func receivesTheSnapshot(t *testing.T, prom *promReceiver) {
 	base := time.Now().Add(-time.Minute).Truncate(time.Second)
 	var snap atomic.Int32
 	p := newPusher(t, prom.writeURL, func(context.Context) []*dto.MetricFamily {
@@ -174,7 +218,12 @@ func TestRealPrometheusReceivesTheSnapshot(t *testing.T) {
 	if len(want) != 2*(1+1+5+3) {
 		t.Fatalf("flattened %d series", len(want))
 	}
-	got := prom.queryAt(`{job="push-test"}`, base)
+	var got map[string]float64
+	// A receiver may take a moment to make what it took searchable.
+	waitFor(t, "the pushed series searchable", func() bool {
+		got = prom.queryAt(`{job="push-test"}`, base)
+		return len(got) >= len(want)
+	})
 	for _, s := range want {
 		m := map[string]string{}
 		for _, l := range s.labels {
@@ -182,16 +231,20 @@ func TestRealPrometheusReceivesTheSnapshot(t *testing.T) {
 		}
 		k := labelKey(m)
 		if v, ok := got[k]; !ok || v != s.value {
-			t.Errorf("%s: Prometheus has %v (present %v), want %v", k, v, ok, s.value)
+			t.Errorf("%s: the receiver has %v (present %v), want %v", k, v, ok, s.value)
 		}
 		delete(got, k)
 	}
 	if len(got) > 0 {
-		t.Errorf("Prometheus has series nobody sent: %v", got)
+		t.Errorf("the receiver has series nobody sent: %v", got)
 	}
-	after := prom.queryAt(`{job="push-test"}`, base.Add(1500*time.Millisecond))
+	var after map[string]float64
+	waitFor(t, "the second snapshot searchable", func() bool {
+		after = prom.queryAt(`{job="push-test"}`, base.Add(1500*time.Millisecond))
+		return len(after) <= len(want)/2
+	})
 	if len(after) != len(want)/2 {
-		t.Errorf("after mlx5_1 went, Prometheus answers %d series, want %d (mlx5_1's marked stale): %v", len(after), len(want)/2, after)
+		t.Errorf("after mlx5_1 went, the receiver answers %d series, want %d: %v", len(after), len(want)/2, after)
 	}
 	for k := range after {
 		if strings.Contains(k, "mlx5_1") {
