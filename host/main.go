@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/hashicorp/go-hclog"
+	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
@@ -30,6 +32,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/launch"
+	"github.com/plexporter/plexporter/host/internal/push"
 	"github.com/plexporter/plexporter/host/internal/sandbox"
 	"github.com/plexporter/plexporter/host/internal/scrape"
 	"github.com/plexporter/plexporter/host/internal/supervise"
@@ -66,7 +69,18 @@ type flags struct {
 	readyMinPlugins  int
 	deviceInclude    string
 	deviceExclude    string
+	push             pushFlags
 	check            checkFlags
+}
+
+// pushFlags are the --push.* flags; each, when given, wins over the
+// config file's push: section.
+type pushFlags struct {
+	url               string
+	interval          time.Duration
+	maxPendingSamples int
+	flushTimeout      time.Duration
+	spoolDir          string
 }
 
 func main() {
@@ -138,6 +152,11 @@ func run(args []string) int {
 	app.Flag("web.max-scrape-timeout", "Longest scrape timeout a client may announce in X-Prometheus-Scrape-Timeout-Seconds; a larger one is cut to it.").Default("2m").SetValue((*durationFlag)(&f.maxScrapeTimeout))
 	app.Flag("web.enable-lifecycle", "Serve POST /-/reload (what SIGHUP does). Off: it answers 403, and only SIGHUP (systemctl reload) reloads.").BoolVar(&f.enableLifecycle)
 	app.Flag("web.ready-min-plugins", "/ready answers 503 until at least this many plugins run (0: ready once every plugin has started or failed its first start, even with none).").Default("0").IntVar(&f.readyMinPlugins)
+	app.Flag("push.url", "Push the merged snapshot that /metrics serves to this Prometheus remote write 1.0 endpoint (Prometheus --web.enable-remote-write-receiver: http://host:9090/api/v1/write; Mimir: .../api/v1/push), on its own interval, while /metrics keeps serving scrapes. Off unless this flag or push.url in --config.file is set; the push: section of --config.file holds the rest (external_labels, headers, basic_auth, authorization, bearer_token_file, tls_config, ... as in Prometheus's remote_write). Samples not yet accepted wait in a memory ring and are sent oldest first; 5xx and 429 are retried with backoff (Retry-After honoured), other 4xx dropped and counted (plexporter_push_*).").StringVar(&f.push.url)
+	app.Flag("push.interval", "How often to take and push a snapshot (default: push.interval in --config.file, else 15s).").SetValue((*durationFlag)(&f.push.interval))
+	app.Flag("push.max-pending-samples", "Bound of the memory ring of samples not yet accepted by the receiver; past it the oldest snapshot is dropped, counted in plexporter_push_samples_dropped_total{reason=\"ring_full\"} (default: push.max_pending_samples, else 500000: 12 bytes a sample, plus each label set once).").IntVar(&f.push.maxPendingSamples)
+	app.Flag("push.flush-timeout", "On shutdown, how long to go on sending what is pending before dropping it, counted (default: push.flush_timeout, else 10s).").SetValue((*durationFlag)(&f.push.flushTimeout))
+	app.Flag("push.spool-dir", "Keep unsent snapshots in this directory (made mode 0700) across restarts and crashes; the next start sends them first. Bounded by push.spool_max_bytes (512 MiB) and push.spool_max_age (1h) in --config.file (default: push.spool_dir, else none: a restart loses what is unsent).").StringVar(&f.push.spoolDir)
 	toolkitFlags := webflag.AddFlags(app, ":9880")
 	logConfig := &promslog.Config{}
 	promslogflag.AddFlags(app, logConfig)
@@ -209,6 +228,23 @@ func run(args []string) int {
 		return 1
 	}
 	fleetOptions.Sandbox = sandboxed
+	// push: is read once, at start (newPusher); a reload that changes it
+	// says that it takes a restart.
+	var pushAtStart, pushLast *config.Push
+	var pushSeen bool
+	fleetOptions.Loaded = func(c *config.File) {
+		switch {
+		case !pushSeen:
+			pushAtStart, pushLast, pushSeen = c.Push, c.Push, true
+		case reflect.DeepEqual(c.Push, pushLast):
+		case reflect.DeepEqual(c.Push, pushAtStart):
+			pushLast = c.Push
+			log.Info("the push: section of the config file is as at the start again", "file", f.configFile)
+		default:
+			pushLast = c.Push
+			log.Warn("the push: section of the config file changed; push keeps its settings from the start until plexporter restarts", "file", f.configFile)
+		}
+	}
 	fl := fleet.New(fleetOptions, log)
 
 	switch cmd {
@@ -248,6 +284,23 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, devices *merge.D
 	go fl.Watch(ctx, hup)
 
 	scraper := scrape.New(fl, filter, devices, f.maxLabelLen, log)
+	pusher, err := newPusher(fl, scraper, f.push, log)
+	if err != nil {
+		log.Error("cannot push", "err", err)
+		return 1
+	}
+	pushed := make(chan struct{})
+	if pusher == nil {
+		close(pushed)
+	} else {
+		go func() {
+			defer close(pushed)
+			// The first snapshot after every plugin's first start, so the
+			// push does not begin with a snapshot of the host alone.
+			firstStarts(ctx, fl, f.startTimeout)
+			pusher.Run(ctx)
+		}()
+	}
 	handler, err := hostweb.Handler(scraper, func() error { return fl.Readiness(f.readyMinPlugins) }, hostweb.Options{MetricsPath: f.metricsPath, MaxRequests: f.maxRequests, Version: version.Info(), WriteTimeout: f.scrapeTimeout, MaxScrapeTimeout: f.maxScrapeTimeout, EnableLifecycle: f.enableLifecycle, Reload: func() error { return fl.Rescan("POST /-/reload") }}, log)
 	if err != nil {
 		log.Error("web", "err", err)
@@ -273,7 +326,71 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, devices *merge.D
 		if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Warn("shutdown", "err", err)
 		}
+		<-pushed // the flush, within --push.flush-timeout; plugins stop after it
 		return 0
+	}
+}
+
+// newPusher returns the push sink that the push: section of the config
+// file and the --push.* flags describe, registered for /metrics, or nil
+// when push is off (no URL).
+func newPusher(fl *fleet.Fleet, scraper *scrape.Scraper, pf pushFlags, log *slog.Logger) (*push.Pusher, error) {
+	file, err := fl.Config()
+	if err != nil {
+		return nil, err
+	}
+	var c config.Push
+	if file.Push != nil {
+		c = *file.Push
+	} else {
+		c.HTTPClientConfig = promconfig.DefaultHTTPClientConfig
+	}
+	if pf.url != "" {
+		c.URL = pf.url
+	}
+	if c.URL == "" {
+		return nil, nil
+	}
+	if pf.interval > 0 {
+		c.Interval = pf.interval
+	}
+	if pf.maxPendingSamples > 0 {
+		c.MaxPendingSamples = pf.maxPendingSamples
+	}
+	if pf.flushTimeout > 0 {
+		c.FlushTimeout = pf.flushTimeout
+	}
+	if pf.spoolDir != "" {
+		c.SpoolDir = pf.spoolDir
+	}
+	// The same round as a scrape of /metrics without a selection: every
+	// plugin, merged and guarded once, with the host's own families.
+	src := func(ctx context.Context) []*merge.Family { return scraper.Scrape(ctx, scrape.Selection{}) }
+	p, err := push.New(c, src, "plexporter/"+version.Version, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := scraper.Register(p); err != nil {
+		return nil, err
+	}
+	c = push.WithDefaults(c)
+	log.Info("pushing with remote write 1.0", "url", c.URL, "interval", c.Interval, "max_pending_samples", c.MaxPendingSamples, "spool_dir", c.SpoolDir)
+	return p, nil
+}
+
+// firstStarts waits until every plugin has started or failed its first
+// start, at most d (or until ctx ends).
+func firstStarts(ctx context.Context, fl *fleet.Fleet, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for _, s := range fl.Supervisors() {
+		select {
+		case <-s.FirstAttempt():
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

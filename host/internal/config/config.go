@@ -14,6 +14,8 @@
 //	      limits: {memory: 128MiB}
 //	  nvme:
 //	    allow_capabilities: [CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH]
+//	push:                    # optional: remote write (see Push)
+//	  url: https://mimir.example/api/v1/push
 //
 // allow_capabilities is the operator's opt-in to capabilities the plugin's
 // manifest grants beyond the known-safe ones (manifest.SafeCapabilities);
@@ -41,6 +43,9 @@ import (
 // File is the configuration file.
 type File struct {
 	Plugins map[string]Plugin `yaml:"plugins"`
+	// Push, when set, sends the merged snapshot with remote write
+	// (host/internal/push).
+	Push *Push `yaml:"push"`
 
 	path       string
 	lines      map[string]int // plugin name → line of its config: key
@@ -164,6 +169,11 @@ func Load(path string, policy trust.Policy) (*File, error) {
 		return nil, withBlockHint(manifest.YAMLError(path, err))
 	}
 	f.lines, f.allowLines = configLines(data)
+	if f.Push != nil {
+		if err := f.Push.check(path, data); err != nil {
+			return nil, err
+		}
+	}
 	for name, p := range f.Plugins {
 		key := fmt.Sprintf("%s: plugins.%s", path, name)
 		if p.Timeout < 0 {

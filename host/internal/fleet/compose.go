@@ -18,3 +18,9 @@ func (f *Fleet) SettingsFor(p discover.Plugin) (supervise.Settings, []string, er
 	}
 	return f.settings(p, cfg)
 }
+
+// Config reads --config.file with the trust rules the fleet applies to
+// it, for the host's own sections (push:).
+func (f *Fleet) Config() (*config.File, error) {
+	return config.Load(f.opts.ConfigFile, f.trust)
+}

@@ -49,6 +49,9 @@ type Options struct {
 	// plugin binaries, manifests, the config file and the directories and
 	// symlinks on the way to them. Files are still read safely.
 	InsecurePermissions bool
+	// Loaded, when set, sees every config file a reconcile reads (the
+	// host's own sections: push:).
+	Loaded func(*config.File)
 }
 
 // AllowMissingDirsFlag is the host's flag for Options.AllowMissingDirs.
@@ -175,6 +178,9 @@ func (f *Fleet) Reconcile() error {
 	f.recordReload(err)
 	if err != nil {
 		return err
+	}
+	if f.opts.Loaded != nil {
+		f.opts.Loaded(cfg)
 	}
 	scan := discover.Scan(f.opts.Dirs)
 	for _, p := range scan.Problems {

@@ -90,6 +90,10 @@ func New(f *fleet.Fleet, filter *metricfilter.Filter, devices *merge.DeviceFilte
 	return s
 }
 
+// Register adds a collector of the host's own families (plexporter_*
+// self-metrics, served with the others on every scrape).
+func (s *Scraper) Register(c prometheus.Collector) error { return s.reg.Register(c) }
+
 // Plugins returns the name of every plugin a scrape may select.
 func (s *Scraper) Plugins() []string { return s.fleet.Known() }
 

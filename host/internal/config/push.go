@@ -1,0 +1,126 @@
+package config
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
+)
+
+// Push is the push: section: where and how the host sends the merged,
+// guarded snapshot that /metrics serves with Prometheus remote write 1.0.
+// Zero values take the defaults below (a --push.* flag, when given, wins
+// over the file).
+//
+//	push:
+//	  url: https://mimir.example/api/v1/push
+//	  interval: 15s
+//	  external_labels: {cluster: gpu-a, instance: node-17}
+//	  headers: {X-Scope-OrgID: team-a}
+//	  basic_auth: {username: u, password_file: /etc/plexporter/push-password}
+//	  tls_config: {ca_file: /etc/ssl/mimir-ca.pem}
+type Push struct {
+	URL string `yaml:"url"`
+	// Interval between snapshots (default DefaultPushInterval).
+	Interval time.Duration `yaml:"interval"`
+	// RemoteTimeout bounds one HTTP request (default 30s).
+	RemoteTimeout time.Duration `yaml:"remote_timeout"`
+	// ExternalLabels are added to every series that lacks them.
+	ExternalLabels map[string]string `yaml:"external_labels"`
+	// Headers are sent with every request.
+	Headers map[string]string `yaml:"headers"`
+	// MaxPendingSamples bounds the memory ring of unsent samples
+	// (default 500000); past it the oldest batches are dropped, counted.
+	MaxPendingSamples int `yaml:"max_pending_samples"`
+	// MaxSamplesPerSend is the most samples in one request (default 2000).
+	MaxSamplesPerSend int `yaml:"max_samples_per_send"`
+	// MinBackoff and MaxBackoff bound the retry backoff (defaults 30ms
+	// and 5s, Prometheus's); a Retry-After is added to it.
+	MinBackoff time.Duration `yaml:"min_backoff"`
+	MaxBackoff time.Duration `yaml:"max_backoff"`
+	// FlushTimeout bounds the sending of what is pending at shutdown
+	// (default 10s).
+	FlushTimeout time.Duration `yaml:"flush_timeout"`
+	// SpoolDir, when set, keeps every queued snapshot on disk until it is
+	// sent, so a restart or a crash loses nothing; the next start sends
+	// what it finds there first. Bounded by SpoolMaxBytes (default 512
+	// MiB) and SpoolMaxAge (default 1h), oldest dropped first, counted.
+	SpoolDir      string        `yaml:"spool_dir"`
+	SpoolMaxBytes int64         `yaml:"spool_max_bytes"`
+	SpoolMaxAge   time.Duration `yaml:"spool_max_age"`
+	// HTTPClientConfig: basic_auth, authorization, bearer_token_file,
+	// oauth2, tls_config, proxy_url, follow_redirects, enable_http2, as in
+	// Prometheus's remote_write.
+	HTTPClientConfig promconfig.HTTPClientConfig `yaml:",inline"`
+}
+
+// DefaultPushInterval is the push interval when neither the file nor
+// --push.interval sets one.
+const DefaultPushInterval = 15 * time.Second
+
+// reservedPushHeaders are set by the remote write client; a header of the
+// same name in headers: would break the protocol.
+var reservedPushHeaders = []string{"Content-Type", "Content-Encoding", "Content-Length", "X-Prometheus-Remote-Write-Version", "User-Agent", "Authorization", "Host", "Retry-Attempt"}
+
+// check validates the section (read from data, the file at path) and makes
+// its file paths relative to the config file's directory.
+func (p *Push) check(path string, data []byte) error {
+	key := path + ": push"
+	if p.URL != "" {
+		u, err := url.Parse(p.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s.url: %q is not an http:// or https:// URL (the receiver's remote write endpoint, such as http://prometheus:9090/api/v1/write)", key, p.URL)
+		}
+	}
+	for name, d := range map[string]time.Duration{"interval": p.Interval, "remote_timeout": p.RemoteTimeout, "min_backoff": p.MinBackoff, "max_backoff": p.MaxBackoff, "flush_timeout": p.FlushTimeout, "spool_max_age": p.SpoolMaxAge} {
+		if d < 0 {
+			return fmt.Errorf("%s.%s: must be positive", key, name)
+		}
+	}
+	if p.MaxPendingSamples < 0 || p.MaxSamplesPerSend < 0 || p.SpoolMaxBytes < 0 {
+		return fmt.Errorf("%s: max_pending_samples, max_samples_per_send and spool_max_bytes must not be negative", key)
+	}
+	if p.SpoolDir != "" && !filepath.IsAbs(p.SpoolDir) {
+		p.SpoolDir = filepath.Join(filepath.Dir(path), p.SpoolDir)
+	}
+	for name, v := range p.ExternalLabels {
+		if !model.LegacyValidation.IsValidLabelName(name) || strings.HasPrefix(name, "__") {
+			return fmt.Errorf("%s.external_labels: %q is not a label name (letters, digits and _, not starting with a digit or __)", key, name)
+		}
+		if v == "" {
+			return fmt.Errorf("%s.external_labels.%s: empty value (a label with an empty value is no label; remove it)", key, name)
+		}
+	}
+	for name := range p.Headers {
+		for _, r := range reservedPushHeaders {
+			if http.CanonicalHeaderKey(name) == r {
+				return fmt.Errorf("%s.headers: %s is set by the remote write client (credentials go in basic_auth, authorization or bearer_token_file)", key, name)
+			}
+		}
+	}
+	// The inline HTTP client settings skip HTTPClientConfig's own
+	// UnmarshalYAML, which would default these two to true.
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) > 0 {
+		_, sec := lookup(doc.Content[0], "push")
+		if sec != nil {
+			if k, _ := lookup(sec, "follow_redirects"); k == nil {
+				p.HTTPClientConfig.FollowRedirects = true
+			}
+			if k, _ := lookup(sec, "enable_http2"); k == nil {
+				p.HTTPClientConfig.EnableHTTP2 = true
+			}
+		}
+	}
+	p.HTTPClientConfig.SetDirectory(filepath.Dir(path))
+	if err := p.HTTPClientConfig.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,645 @@
+// Package push sends the host's merged, guarded snapshot — what /metrics
+// serves — to a remote write receiver (Prometheus remote write 1.0) on
+// its own interval, independent of scrapes.
+//
+// Each interval one snapshot becomes one batch in a memory ring bounded
+// by samples (the oldest batches go first when it is full, counted). One
+// sender sends the ring oldest first, one request at a time, so every
+// series arrives in time order; client_golang's remote write client
+// retries 5xx, 429 and network errors with exponential backoff and jitter,
+// adding a Retry-After, until the request succeeds, and never retries
+// another 4xx (the samples are dropped, counted and logged with the status
+// and the start of the body). A series that was in the last snapshot and
+// is not in this one gets a staleness marker. A clean shutdown sends what
+// is pending, for at most the flush timeout.
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/exp/api/remote"
+	"github.com/prometheus/client_golang/prometheus"
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/plexporter/plexporter/host/internal/config"
+	"github.com/plexporter/plexporter/internal/merge"
+)
+
+// Defaults of the push: section's zero values.
+const (
+	DefaultRemoteTimeout     = 30 * time.Second
+	DefaultMaxPendingSamples = 500_000
+	DefaultMaxSamplesPerSend = 2000
+	DefaultMinBackoff        = 30 * time.Millisecond
+	DefaultMaxBackoff        = 5 * time.Second
+	DefaultFlushTimeout      = 10 * time.Second
+	DefaultSpoolMaxAge       = time.Hour
+	DefaultSpoolMaxBytes     = 512 << 20
+)
+
+// Source returns the merged snapshot, the families /metrics would serve.
+type Source func(ctx context.Context) []*merge.Family
+
+// WithDefaults returns c with every zero setting at its default.
+func WithDefaults(c config.Push) config.Push {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Interval, config.DefaultPushInterval)
+	def(&c.RemoteTimeout, DefaultRemoteTimeout)
+	def(&c.MinBackoff, DefaultMinBackoff)
+	def(&c.MaxBackoff, DefaultMaxBackoff)
+	def(&c.FlushTimeout, DefaultFlushTimeout)
+	if c.MaxPendingSamples <= 0 {
+		c.MaxPendingSamples = DefaultMaxPendingSamples
+	}
+	if c.MaxSamplesPerSend <= 0 {
+		c.MaxSamplesPerSend = DefaultMaxSamplesPerSend
+	}
+	def(&c.SpoolMaxAge, DefaultSpoolMaxAge)
+	if c.SpoolMaxBytes <= 0 {
+		c.SpoolMaxBytes = DefaultSpoolMaxBytes
+	}
+	return c
+}
+
+// snapshot is one snapshot's samples: series ids into the table and values,
+// all at one timestamp.
+type snapshot struct {
+	ts     int64 // milliseconds
+	ids    []uint32
+	values []float64
+	done   int // samples sent or rejected already
+
+	file    spoolFile // with spooled, its copy on disk
+	spooled bool
+}
+
+func (b *snapshot) unsent() int { return len(b.ids) - b.done }
+
+// Pusher pushes snapshots. It is also the prometheus.Collector of its
+// self-metrics.
+type Pusher struct {
+	cfg      config.Push
+	src      Source
+	log      *slog.Logger
+	api      *remote.API
+	status   *statusRecorder
+	external []prompb.Label
+	now      func() time.Time
+
+	wake chan struct{}
+
+	mu       sync.Mutex
+	tab      *table
+	ring     []*snapshot // oldest first
+	pending  int         // unsent samples in ring
+	inFlight bool        // ring[0] is being sent
+	// With a spool: the files a previous run left, oldest first, sent
+	// before the ring.
+	spool           *spool
+	backlog         []spoolFile
+	backlogInFlight bool
+	spoolErrors     float64
+	last            []uint32 // ids of the last snapshot, held
+	mark            []uint32 // by id: the snapshot number that last saw it
+	snaps           uint32
+	idBuf           []uint32
+	valBuf          []float64
+	failing         bool
+
+	sent, failed float64
+	dropped      map[string]float64
+	lastSuccess  time.Time
+}
+
+// Reasons of plexporter_push_dropped_samples_total.
+const (
+	DropRingFull  = "ring_full"  // the ring was over max_pending_samples: the oldest batch went
+	DropRejected  = "rejected"   // the receiver answered 4xx (not 429): never retried
+	DropShutdown  = "shutdown"   // still pending when the flush timeout ended
+	DropError     = "error"      // the request could not be made (encoding)
+	DropTooOld    = "too_old"    // with a spool: older than spool_max_age
+	DropSpoolFull = "spool_full" // with a spool: over spool_max_bytes
+)
+
+// New returns a Pusher for cfg (defaults applied) reading src.
+func New(cfg config.Push, src Source, userAgent string, log *slog.Logger) (*Pusher, error) {
+	cfg = WithDefaults(cfg)
+	if cfg.URL == "" {
+		return nil, errors.New("push: no url (push.url in --config.file or --push.url)")
+	}
+	client, err := promconfig.NewClientFromConfig(cfg.HTTPClientConfig, "plexporter_push", promconfig.WithUserAgent(userAgent))
+	if err != nil {
+		return nil, fmt.Errorf("push: HTTP client settings: %w", err)
+	}
+	status := &statusRecorder{next: client.Transport, headers: cfg.Headers}
+	client.Transport = status
+	client.Timeout = cfg.RemoteTimeout
+	api, err := remote.NewAPI(cfg.URL,
+		remote.WithAPIHTTPClient(client),
+		remote.WithAPIPath(""), // cfg.URL is the whole endpoint
+		remote.WithAPIBackoff(remote.BackoffConfig{Min: cfg.MinBackoff, Max: cfg.MaxBackoff, MaxRetries: 0}), // 0: until it succeeds or shutdown
+	)
+	if err != nil {
+		return nil, fmt.Errorf("push: url %q: %w", cfg.URL, err)
+	}
+	p := &Pusher{
+		cfg: cfg, src: src, log: log, api: api, status: status, now: time.Now,
+		wake: make(chan struct{}, 1), tab: newTable(), dropped: map[string]float64{},
+	}
+	if cfg.SpoolDir != "" {
+		sp, err := openSpool(cfg.SpoolDir, cfg.SpoolMaxBytes, cfg.SpoolMaxAge)
+		if err != nil {
+			return nil, err
+		}
+		p.spool, p.backlog = sp, slices.Clone(sp.files)
+		p.dropped[DropTooOld], p.dropped[DropSpoolFull] = 0, 0
+		if len(p.backlog) > 0 {
+			log.Info("push: the spool holds snapshots of an earlier run; they are sent first", "dir", cfg.SpoolDir, "files", len(p.backlog), "bytes", sp.bytes)
+		}
+	}
+	for n, v := range cfg.ExternalLabels {
+		p.external = append(p.external, prompb.Label{Name: n, Value: v})
+	}
+	slices.SortFunc(p.external, func(x, y prompb.Label) int { return strings.Compare(x.Name, y.Name) })
+	for _, r := range []string{DropRingFull, DropRejected, DropShutdown, DropError} {
+		p.dropped[r] = 0
+	}
+	return p, nil
+}
+
+// Run pushes a snapshot now and every interval until ctx ends, then sends
+// what is pending for at most the flush timeout and counts the rest as
+// dropped (reason shutdown).
+func (p *Pusher) Run(ctx context.Context) {
+	sendCtx, cancelSend := context.WithCancel(context.Background())
+	defer cancelSend()
+	stopping := make(chan struct{})
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		p.sendLoop(sendCtx, stopping)
+	}()
+	tick := time.NewTicker(p.cfg.Interval)
+	defer tick.Stop()
+	for {
+		p.Snapshot(ctx)
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	close(stopping)
+	flush := time.NewTimer(p.cfg.FlushTimeout)
+	defer flush.Stop()
+	select {
+	case <-sent:
+	case <-flush.C:
+		cancelSend()
+		<-sent
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lost, kept := 0, 0
+	for _, b := range p.ring {
+		if b.spooled {
+			kept += b.unsent()
+		} else {
+			lost += b.unsent()
+		}
+		p.tab.release(b.ids)
+	}
+	p.ring, p.pending = nil, 0
+	if lost > 0 {
+		p.dropped[DropShutdown] += float64(lost)
+		p.log.Warn("push: samples still unsent at shutdown were dropped", "samples", lost, "flush_timeout", p.cfg.FlushTimeout)
+	}
+	if kept > 0 || len(p.backlog) > 0 {
+		p.log.Info("push: unsent snapshots stay in the spool for the next start", "samples", kept, "dir", p.spool.dir, "files", len(p.spool.files))
+	}
+}
+
+// Snapshot takes one snapshot from the source and queues it. A snapshot
+// cut short by ctx is not queued (it would mark the series of every
+// plugin that had not answered stale).
+func (p *Pusher) Snapshot(ctx context.Context) {
+	ts := p.now()
+	mfs := p.src(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.snaps++
+	b := &snapshot{ts: ts.UnixMilli(), ids: p.idBuf[:0], values: p.valBuf[:0]}
+	pos := 0
+	flatten(mfs, p.external, func(key []byte, ls []prompb.Label, v float64) {
+		// Snapshots come in the same order, push after push: the series
+		// at this place last time is the first guess, cheaper than a
+		// lookup among every series held.
+		var id uint32
+		if pos < len(p.last) && p.tab.keys[p.last[pos]] == string(key) {
+			id = p.last[pos]
+			p.tab.hold(id)
+		} else {
+			id = p.tab.ref(key, ls)
+		}
+		pos++
+		if int(id) >= len(p.mark) {
+			p.mark = append(p.mark, make([]uint32, int(id)+1-len(p.mark))...)
+		}
+		if p.mark[id] == p.snaps { // the same series twice: keep the first
+			p.tab.release([]uint32{id})
+			return
+		}
+		p.mark[id] = p.snaps
+		b.ids, b.values = append(b.ids, id), append(b.values, v)
+	})
+	p.enqueue(b)
+	if p.spool != nil && len(b.ids) > 0 {
+		p.spoolSnapshot(b)
+	}
+}
+
+// enqueue adds b, one snapshot's samples, with staleness markers for the
+// series of the last snapshot that it lacks, and keeps the ring within
+// its bound. p.mu is held.
+func (p *Pusher) enqueue(b *snapshot) {
+	seen := len(b.ids)
+	for _, id := range p.last {
+		if p.mark[id] != p.snaps {
+			p.tab.hold(id)
+			b.ids, b.values = append(b.ids, id), append(b.values, staleNaN)
+		}
+	}
+	p.tab.release(p.last)
+	p.last = append(p.last[:0], b.ids[:seen]...)
+	for _, id := range p.last {
+		p.tab.hold(id)
+	}
+	// Built in reused buffers, kept at their exact size: a ring of an
+	// hour holds hundreds of these.
+	p.idBuf, p.valBuf = b.ids, b.values
+	b.ids, b.values = slices.Clone(b.ids), slices.Clone(b.values)
+	if len(b.ids) == 0 {
+		return
+	}
+	p.ring = append(p.ring, b)
+	p.pending += len(b.ids)
+	p.trim()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// spoolSnapshot writes b to the spool. p.mu is held, and let go of while
+// the file is written.
+func (p *Pusher) spoolSnapshot(b *snapshot) {
+	raw, err := p.request(b, len(b.ids)).marshal()
+	f := p.spool.name(b.ts, len(b.ids))
+	if err == nil {
+		p.mu.Unlock()
+		f, err = p.spool.store(f, raw)
+		p.mu.Lock()
+	}
+	if err != nil {
+		p.spoolErrors++
+		p.log.Error("push: cannot write the snapshot to the spool; it is kept in memory only (a restart loses it)", "dir", p.spool.dir, "err", err)
+		return
+	}
+	if !slices.Contains(p.ring, b) { // sent or dropped meanwhile
+		os.Remove(filepath.Join(p.spool.dir, f.name))
+		return
+	}
+	p.spool.add(f)
+	b.file, b.spooled = f, true
+	p.trim()
+}
+
+// trim keeps the ring within max_pending_samples and, with a spool, the
+// spool within its bytes and age, dropping the oldest first: never what
+// is being sent, nor the newest snapshot. p.mu is held.
+func (p *Pusher) trim() {
+	var cutoff int64
+	if p.spool != nil {
+		cutoff = p.now().Add(-p.spool.maxAge).UnixMilli()
+		first := 0
+		if p.backlogInFlight {
+			first = 1
+		}
+		for len(p.backlog) > first && (p.backlog[first].ts < cutoff || p.spool.bytes > p.spool.maxBytes) {
+			f := p.backlog[first]
+			reason := DropSpoolFull
+			if f.ts < cutoff {
+				reason = DropTooOld
+			}
+			p.dropped[reason] += float64(f.samples)
+			p.log.Warn("push: dropped a spool file of an earlier run", "file", f.name, "reason", reason)
+			p.spool.remove(f)
+			p.backlog = slices.Delete(p.backlog, first, first+1)
+		}
+	}
+	first := 0
+	if p.inFlight {
+		first = 1
+	}
+	for len(p.ring) > first+1 {
+		old := p.ring[first]
+		var reason string
+		switch {
+		case p.pending > p.cfg.MaxPendingSamples:
+			reason = DropRingFull
+		case p.spool != nil && old.ts < cutoff:
+			reason = DropTooOld
+		case p.spool != nil && p.spool.bytes > p.spool.maxBytes:
+			reason = DropSpoolFull
+		}
+		if reason == "" {
+			break
+		}
+		n := old.unsent()
+		p.pending -= n
+		p.dropped[reason] += float64(n)
+		p.tab.release(old.ids)
+		if old.spooled {
+			p.spool.remove(old.file)
+		}
+		p.ring = slices.Delete(p.ring, first, first+1)
+		p.log.Warn("push: dropped the oldest unsent snapshot", "reason", reason, "samples", n, "max_pending_samples", p.cfg.MaxPendingSamples)
+	}
+}
+
+// sendLoop sends what a previous run left in the spool, then the ring's
+// head, until ctx ends, or until both are empty once stopping is closed.
+func (p *Pusher) sendLoop(ctx context.Context, stopping <-chan struct{}) {
+	for {
+		p.mu.Lock()
+		for len(p.ring) == 0 && len(p.backlog) == 0 {
+			p.mu.Unlock()
+			select {
+			case <-stopping:
+				return
+			case <-ctx.Done():
+				return
+			case <-p.wake:
+			}
+			p.mu.Lock()
+		}
+		if len(p.backlog) > 0 {
+			f := p.backlog[0]
+			p.backlogInFlight = true
+			p.mu.Unlock()
+			done := p.sendFile(ctx, f)
+			p.mu.Lock()
+			p.backlogInFlight = false
+			if done && len(p.backlog) > 0 && p.backlog[0].name == f.name {
+				p.backlog = p.backlog[1:]
+				p.spool.remove(f)
+			}
+			p.mu.Unlock()
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		b := p.ring[0]
+		n := min(p.cfg.MaxSamplesPerSend, b.unsent())
+		req := p.request(b, n)
+		p.inFlight = true
+		p.mu.Unlock()
+
+		out := p.send(ctx, req, n)
+
+		p.mu.Lock()
+		p.inFlight = false
+		if out == sendAgain {
+			p.mu.Unlock()
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		p.advance(b, n)
+		p.mu.Unlock()
+	}
+}
+
+// sendFile sends a spool file of a previous run, in requests of at most
+// max_samples_per_send series. It reports whether the file is done with
+// (sent, or its samples dropped); false when ctx ended first.
+func (p *Pusher) sendFile(ctx context.Context, f spoolFile) bool {
+	req, err := p.spool.read(f)
+	if err != nil {
+		p.mu.Lock()
+		p.spoolErrors++
+		p.mu.Unlock()
+		p.log.Error("push: cannot read a spool file; it is removed", "file", filepath.Join(p.spool.dir, f.name), "err", err)
+		return true
+	}
+	for off := 0; off < len(req.Timeseries); {
+		n := min(p.cfg.MaxSamplesPerSend, len(req.Timeseries)-off)
+		if p.send(ctx, &prompb.WriteRequest{Timeseries: req.Timeseries[off : off+n]}, n) == sendAgain {
+			if ctx.Err() != nil {
+				return false
+			}
+			continue
+		}
+		off += n
+	}
+	return true
+}
+
+// sendOutcome is what became of one request.
+type sendOutcome int
+
+const (
+	sendDone  sendOutcome = iota // accepted, or dropped (counted)
+	sendAgain                    // not sent: ctx ended, or the answer was unreadable
+)
+
+// send posts req, n samples, retrying as the client does, and counts the
+// outcome.
+func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
+	p.status.code.Store(0)
+	_, err := p.api.Write(ctx, remote.WriteV1MessageType, req, remote.WithWriteRetryCallback(func(err error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.failed += float64(n)
+		if !p.failing {
+			p.failing = true
+			p.log.Warn("push: request failed; retrying with backoff until it succeeds (samples queue in the ring meanwhile)", "url", p.cfg.URL, "err", truncate(err.Error()))
+		}
+	}))
+	code := int(p.status.code.Load())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case err == nil:
+		p.sent += float64(n)
+		p.lastSuccess = p.now()
+		if p.failing {
+			p.failing = false
+			p.log.Info("push: receiver accepts requests again", "url", p.cfg.URL, "pending_samples", p.pending)
+		}
+		return sendDone
+	case ctx.Err() != nil:
+		return sendAgain
+	case code >= 400 && code < 500:
+		// 429 is retried by the client; every other 4xx is final.
+		p.dropped[DropRejected] += float64(n)
+		p.log.Error("push: receiver rejected samples; they are dropped, not retried", "url", p.cfg.URL, "status", code, "samples", n, "err", truncate(err.Error()))
+		return sendDone
+	case code >= 200 && code < 300:
+		// Accepted, but the answer could not be read: send again.
+		p.failed += float64(n)
+		p.log.Warn("push: reading the receiver's answer failed; sending again", "err", err)
+		p.mu.Unlock()
+		sleep(ctx, p.cfg.MaxBackoff)
+		p.mu.Lock()
+		return sendAgain
+	default:
+		p.dropped[DropError] += float64(n)
+		p.log.Error("push: cannot make the request; samples dropped", "url", p.cfg.URL, "err", truncate(err.Error()))
+		return sendDone
+	}
+}
+
+// advance marks n samples of b, the ring's head, done. p.mu is held.
+func (p *Pusher) advance(b *snapshot, n int) {
+	b.done += n
+	p.pending -= n
+	if b.unsent() == 0 {
+		p.tab.release(b.ids)
+		p.ring = slices.Delete(p.ring, 0, 1)
+		if b.spooled {
+			p.spool.remove(b.file)
+		}
+	}
+}
+
+// request builds the write request of b's next n samples. p.mu is held:
+// the request keeps the table's encoded label sets, not the table.
+func (p *Pusher) request(b *snapshot, n int) *writeRequest {
+	r := &writeRequest{labels: make([][]byte, n), values: b.values[b.done : b.done+n], ts: b.ts}
+	for i, id := range b.ids[b.done : b.done+n] {
+		r.labels[i] = p.tab.enc[id]
+	}
+	return r
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// truncate keeps log lines of a receiver's answer short.
+func truncate(s string) string {
+	const max = 512
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
+}
+
+// statusRecorder sets the configured headers on every request and keeps
+// the status of the last answer, for telling a rejection (4xx) from other
+// errors the client does not retry.
+type statusRecorder struct {
+	next    http.RoundTripper
+	headers map[string]string
+	code    atomic.Int32
+}
+
+func (s *statusRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(s.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range s.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	resp, err := s.next.RoundTrip(r)
+	if resp != nil {
+		s.code.Store(int32(resp.StatusCode))
+	}
+	return resp, err
+}
+
+var (
+	descSent        = prometheus.NewDesc("plexporter_push_samples_sent_total", "Samples the remote write receiver accepted.", nil, nil)
+	descFailed      = prometheus.NewDesc("plexporter_push_samples_failed_total", "Samples of requests that failed with a retryable error (5xx, 429, network) and were sent again.", nil, nil)
+	descDropped     = prometheus.NewDesc("plexporter_push_samples_dropped_total", "Samples never sent, by reason: ring_full (over push.max_pending_samples, oldest first), rejected (4xx other than 429), shutdown (pending past the flush timeout), error (request not made).", []string{"reason"}, nil)
+	descPending     = prometheus.NewDesc("plexporter_push_pending_samples", "Samples in the ring waiting to be sent.", nil, nil)
+	descOldest      = prometheus.NewDesc("plexporter_push_oldest_unsent_timestamp_seconds", "Timestamp of the oldest sample not yet sent (0: none pending).", nil, nil)
+	descLag         = prometheus.NewDesc("plexporter_push_lag_seconds", "How old the oldest unsent sample is (0: none pending).", nil, nil)
+	descLastSuccess = prometheus.NewDesc("plexporter_push_last_success_timestamp_seconds", "When a request last succeeded (0: never).", nil, nil)
+	descSpoolBytes  = prometheus.NewDesc("plexporter_push_spool_bytes", "Bytes of the spool's files (push.spool_dir).", nil, nil)
+	descSpoolErrors = prometheus.NewDesc("plexporter_push_spool_errors_total", "Spool files that could not be written (the snapshot stayed in memory only) or read (the file was removed).", nil, nil)
+	descSeries      = prometheus.NewDesc("plexporter_push_series", "Label sets held by the pending batches and the last snapshot.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (p *Pusher) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descSent, descFailed, descDropped, descPending, descOldest, descLag, descLastSuccess, descSeries, descSpoolBytes, descSpoolErrors} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (p *Pusher) Collect(ch chan<- prometheus.Metric) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(descSent, prometheus.CounterValue, p.sent)
+	ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, p.failed)
+	for r, v := range p.dropped {
+		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, v, r)
+	}
+	pending := p.pending
+	for _, f := range p.backlog {
+		pending += f.samples
+	}
+	ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(pending))
+	oldest, lag := 0.0, 0.0
+	switch {
+	case len(p.backlog) > 0:
+		oldest = float64(p.backlog[0].ts) / 1000
+	case len(p.ring) > 0:
+		oldest = float64(p.ring[0].ts) / 1000
+	}
+	if oldest > 0 {
+		lag = max(0, float64(p.now().UnixMilli())/1000-oldest)
+	}
+	ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, oldest)
+	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, lag)
+	last := 0.0
+	if !p.lastSuccess.IsZero() {
+		last = float64(p.lastSuccess.UnixNano()) / 1e9
+	}
+	ch <- prometheus.MustNewConstMetric(descLastSuccess, prometheus.GaugeValue, last)
+	ch <- prometheus.MustNewConstMetric(descSeries, prometheus.GaugeValue, float64(p.tab.len()))
+	if p.spool != nil {
+		ch <- prometheus.MustNewConstMetric(descSpoolBytes, prometheus.GaugeValue, float64(p.spool.bytes))
+		ch <- prometheus.MustNewConstMetric(descSpoolErrors, prometheus.CounterValue, p.spoolErrors)
+	}
+}
