@@ -14,7 +14,7 @@ type report struct {
 	runs     int
 	minRun   time.Duration
 	machine  [][2]string
-	sections []section
+	sections []*section // in the order of their ids when written
 	verdicts []verdict
 	notes    []string
 	micro    string // markdown
@@ -37,7 +37,7 @@ type verdict struct {
 	margin   string // how far from the target, either way
 }
 
-func (r *report) add(s section) { r.sections = append(r.sections, s) }
+func (r *report) add(s *section) { r.sections = append(r.sections, s) }
 
 // fail marks scenario id's section (added by the scenario itself, or a new
 // one) as failed.
@@ -48,7 +48,7 @@ func (r *report) fail(id, title string, err error) {
 			return
 		}
 	}
-	r.add(section{id: id, title: title, failed: err.Error()})
+	r.add(&section{id: id, title: title, failed: err.Error()})
 }
 
 // check records a target of the form measured <= limit (lower is better).
@@ -134,7 +134,7 @@ func table(header []string, rows [][]string) string {
 		}
 		numeric := true
 		for _, r := range rows {
-			if i < len(r) && r[i] != "" && !strings.ContainsAny(r[i][:1], "0123456789–") {
+			if i < len(r) && r[i] != "" && !strings.ContainsRune("0123456789–", []rune(r[i])[0]) {
 				numeric = false
 			}
 		}
@@ -190,6 +190,7 @@ func (r *report) markdown() string {
 		b.WriteString("\n")
 	}
 
+	slices.SortStableFunc(r.sections, func(a, b *section) int { return strings.Compare(a.id, b.id) })
 	for _, s := range r.sections {
 		fmt.Fprintf(&b, "## %s. %s\n\n", s.id, s.title)
 		switch {
