@@ -20,8 +20,8 @@
 //     back-to-back, one scrape per second and one per 15 s)
 //
 // Every figure is the median of -runs runs; a run repeats scrapes for at
-// least -min-run (CPU is read in clock ticks from /proc/<pid>/stat, so runs
-// must be long enough to count). Compared configurations are measured
+// least -min-run. CPU is each process's CPU clock (processCPU: what
+// /proc/<pid>/stat's utime+stime count, in ns rather than 10 ms ticks). Compared configurations are measured
 // interleaved, run by run, so ratios come from the same minutes. Every
 // process listens on 127.0.0.1 only; every loop is bounded in count and time.
 package main

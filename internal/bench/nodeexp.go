@@ -220,8 +220,7 @@ func (h *harness) finishVersus() {
 			"scrapes spread evenly over it (%d exporters: one scrape every %s of the period, plexporter and node_exporter "+
 			"of a scenario next to each other), so each exporter is left alone for the whole period between two of its "+
 			"scrapes, as under Prometheus; a round's CPU is that of the exporter's process tree from just before one of its "+
-			"scrapes to just before its next, so what it does between scrapes counts; means over the rounds (the kernel "+
-			"counts CPU in 10 ms ticks: ±10 ms / rounds). Load average (1, 5, 15 min) when the paces began: %s; when they "+
+			"scrapes to just before its next, so what it does between scrapes counts; means over the rounds. Load average (1, 5, 15 min) when the paces began: %s; when they "+
 			"ended: %s.", len(h.paces), h.minRun, h.runs, strings.Join(ids, ", "), len(es), fmtFraction(len(es)), load0, load1))
 		vr.sec.text = append(vr.sec.text, paceTable(vr.results, headline))
 		if head.P != nil {

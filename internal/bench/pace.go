@@ -78,11 +78,10 @@ func slotExporter(every time.Duration, n, round, slot int) int {
 
 // pacedCell is one exporter measured at a pace: sums over the rounds.
 // A round is one scrape; its CPU is that of the exporter's processes from
-// just before one of its scrapes to just before its next. CPU is counted
-// in clock ticks (10 ms) by the kernel, so one round's figure is coarse:
-// the per-scrape figures are means over all rounds (the whole
-// measurement's CPU divided by its scrapes, ±10 ms / rounds), not medians
-// of rounds.
+// just before one of its scrapes to just before its next. The per-scrape
+// figures are means over all rounds (the whole measurement's CPU divided
+// by its scrapes: what a user pays per scrape, GCs and timers included),
+// not medians of rounds (which would drop the rounds that paid for a GC).
 type pacedCell struct {
 	cpu, cpuMain, wall float64 // seconds, summed over the rounds
 	period             float64 // seconds from one scrape to the next, summed

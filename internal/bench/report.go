@@ -156,9 +156,10 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "Every figure is the median of %d runs; a run repeats a scrape for at least %v and\n", r.runs, r.minRun)
 	b.WriteString("reports the mean per scrape. Configurations that are compared are measured interleaved, run by run, so\n")
 	b.WriteString("every ratio comes from the same minutes of the same harness run (the machine is noisy). Wall time is one\n")
-	b.WriteString("HTTP GET with the body read to the end over loopback; CPU is utime+stime from `/proc/<pid>/stat` of the\n")
+	b.WriteString("HTTP GET with the body read to the end over loopback; CPU is user+system time of the\n")
 	b.WriteString("exporter's processes (host + every plugin process, each pid read explicitly; or the single exporter\n")
-	b.WriteString("process); memory is VmRSS from `/proc/<pid>/status`. The harness's own CPU (the scraping client) is not\n")
+	b.WriteString("process), read from each process's CPU clock in ns (`clock_gettime` of its `CLOCK_PROCESS_CPUTIME_ID`, the\n")
+	b.WriteString("time `/proc/<pid>/stat`'s utime+stime are scaled to, without their 10 ms ticks); memory is VmRSS from `/proc/<pid>/status`. The harness's own CPU (the scraping client) is not\n")
 	b.WriteString("counted on either side.\n\n")
 	fmt.Fprintf(&b, "Run took %v.\n\n", r.elapsed.Round(time.Second))
 

@@ -115,7 +115,7 @@ func (h *harness) scenarioTextfile() error {
 		"order alternates; at a pace their scrapes are half a period apart), a round starting at the pace (or at once when "+
 		"the previous one took longer: the period column says what was held); %d rounds per pace. A round's CPU is that of "+
 		"each process tree from just before one of its scrapes to just before its next, so what an exporter does between "+
-		"scrapes counts; the figures are means over the rounds (the kernel counts CPU in 10 ms ticks). *Unchanged*: the files stay as they are (a textfile "+
+		"scrapes counts; the figures are means over the rounds. *Unchanged*: the files stay as they are (a textfile "+
 		"directory's usual state: jobs write every few minutes or at their start and end). *Rewritten*: at the start of every "+
 		"round the harness rewrites all %s files (new content, renamed into place), so every scrape finds every file "+
 		"changed (the worst case: plexporter parses each file again, as node_exporter always does).",
