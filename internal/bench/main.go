@@ -10,6 +10,9 @@
 //     text, text+gzip, OpenMetrics, protobuf
 //  2. plexporter-rdma vs node_exporter --collector.infiniband (16 devices x 2 ports)
 //  3. plexporter-nfs vs node_exporter --collector.mountstats (50 mounts x nconnect 8)
+//     (2, 3 and 7 at the paces of -paces: back to back, one scrape per
+//     second and one per 15 s by default; the timed paces of all three on
+//     one schedule, -scrapes and -scrapes-slow rounds)
 //  4. allowlist pushdown: 10% of the families vs all
 //  5. cold start to /ready with every shipped plugin; RSS
 //  6. 16 concurrent scrapers against 6 plugins: collects vs scrapes, errors
@@ -95,8 +98,8 @@ func run() int {
 	flag.StringVar(&sizes, "sizes", "1000,10000,100000", "series counts of scenario 1")
 	flag.StringVar(&scen, "scenarios", "1,2,3,4,5,6,7,8", "scenarios to run (comma-separated)")
 	flag.StringVar(&paces, "paces", "0,1s,15s", "paces of the plexporter-vs-node_exporter scenarios (2, 3, 7): 0 is back to back, else one scrape of each exporter per duration; the slowest is the headline")
-	flag.IntVar(&h.scrapes, "scrapes", 30, "rounds (one scrape of each exporter) at each timed pace under 10s")
-	flag.IntVar(&h.scrapesSlow, "scrapes-slow", 10, "rounds at each pace of 10s or more (the 15 s pace: (N+1)×15 s, shared by scenarios 2, 3 and 7)")
+	flag.IntVar(&h.scrapes, "scrapes", 20, "rounds (one scrape of each exporter) at each timed pace under 10s")
+	flag.IntVar(&h.scrapesSlow, "scrapes-slow", 8, "rounds at each pace of 10s or more (the 15 s pace: (N+1)×15 s, shared by scenarios 2, 3 and 7)")
 	flag.StringVar(&out, "out", "docs/performance.md", "markdown file to write (empty: stdout only)")
 	flag.StringVar(&h.profile, "profile", "missed", "CPU-profile the 100k scrape: missed (when a scenario 1 target is missed), always, never")
 	flag.BoolVar(&h.micro, "micro", true, "run the Go micro-benchmarks of the hot paths")
