@@ -141,8 +141,8 @@ func percentile(xs []float64, p float64) float64 {
 
 // scenarioConcurrency is scenario 6.
 func (h *harness) scenarioConcurrency() error {
-	sec := section{id: "6", title: fmt.Sprintf("Concurrency: %d scrapers against %d plugins", concScrapers, concPlugins)}
-	defer func() { h.report.add(sec) }()
+	sec := &section{id: "6", title: fmt.Sprintf("Concurrency: %d scrapers against %d plugins", concScrapers, concPlugins)}
+	defer h.report.add(sec)
 	if _, err := os.Stat(h.chaosBin()); err != nil {
 		sec.skipped = h.chaosBin() + " is not built (`make bench` builds it)."
 		return nil

@@ -121,9 +121,9 @@ func (n *benchNetns) command(bin string, args []string) (string, []string) {
 // scenarioEthtool is scenario 7: the ethtool plugin's cost per netdev
 // against node_exporter's ethtool collector, on the same veth pairs.
 func (h *harness) scenarioEthtool() error {
-	sec := section{id: "7", title: fmt.Sprintf("ethtool: plexporter-ethtool vs node_exporter --collector.ethtool (%d veth netdevs)", 2*ethtoolPairs)}
-	defer func() { h.report.add(sec) }()
-	plugin := h.versusPlugin(&sec, "ethtool")
+	sec := &section{id: "7", title: fmt.Sprintf("ethtool: plexporter-ethtool vs node_exporter --collector.ethtool (%d veth netdevs)", 2*ethtoolPairs)}
+	defer h.report.add(sec)
+	plugin := h.versusPlugin(sec, "ethtool")
 	if plugin == "" {
 		return nil
 	}
@@ -132,7 +132,12 @@ func (h *harness) scenarioEthtool() error {
 		sec.skipped = err.Error() + "."
 		return nil
 	}
-	defer ns.remove()
+	queued := false // then finishVersus removes the namespace
+	defer func() {
+		if !queued {
+			ns.remove()
+		}
+	}()
 	sec.text = append(sec.text, fmt.Sprintf("Netdevs: %d veth pairs (%d netdevs, %s … %s) and `lo` in a private network namespace; "+
 		"both exporters run in it (`ip netns exec`, which mounts the namespace's sysfs on `/sys`) and the harness dials "+
 		"them there. plexporter: the host with only the ethtool plugin, sandboxed, `{driver_stats: true, require_device: "+
@@ -141,7 +146,7 @@ func (h *harness) scenarioEthtool() error {
 		"plugin does not ask again for 5 minutes). node_exporter: "+
 		"`--collector.disable-defaults --collector.ethtool`. Both read the statistics with the SIOCETHTOOL ioctl.",
 		ethtoolPairs, 2*ethtoolPairs, ns.netdevs[0], ns.netdevs[len(ns.netdevs)-1]))
-	P, N, err := h.versus(&sec, "ethtool", hostSpec{
+	vr, err := h.versus(sec, "ethtool", hostSpec{
 		plugins: map[string]string{"ethtool": plugin},
 		config:  "  ethtool: {config: {driver_stats: true, require_device: false}}\n",
 		args:    []string{"--log.level=warn"},
@@ -150,10 +155,13 @@ func (h *harness) scenarioEthtool() error {
 	if err != nil {
 		return err
 	}
+	vr.cleanup, queued = ns.remove, true
 	netdevs := float64(len(ns.netdevs))
-	sec.text = append(sec.text, fmt.Sprintf("Per netdev: plexporter %.1f µs CPU (%.1f µs of it in the plugin), node_exporter %.1f µs CPU.",
-		P.CPU()/netdevs*1e6, (P.CPU()-P.HostCPU())/netdevs*1e6, N.CPU()/netdevs*1e6))
-	h.report.info("7", fmt.Sprintf("ethtool, %d veth netdevs: report the CPU ratio (no target)", len(ns.netdevs)),
-		fmt.Sprintf("node_exporter / plexporter = %s CPU, %s wall", ratio(N.CPU(), P.CPU()), ratio(N.Wall(), P.Wall())))
+	vr.finish = func(vr *versusRun, head paceResult) {
+		vr.sec.text = append(vr.sec.text, fmt.Sprintf("Per netdev at %s: plexporter %.1f µs CPU (%.1f µs of it in the plugin), node_exporter %.1f µs CPU.",
+			head.pace, head.P.CPU()/netdevs*1e6, (head.P.CPU()-head.P.HostCPU())/netdevs*1e6, head.N.CPU()/netdevs*1e6))
+		h.report.info("7", fmt.Sprintf("ethtool, %d veth netdevs: report the CPU ratio (no target)", len(ns.netdevs)),
+			"node_exporter / plexporter CPU = "+paceRatios(vr.results, h.headline()))
+	}
 	return nil
 }

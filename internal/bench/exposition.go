@@ -36,8 +36,8 @@ func (h *harness) benchHost(name string, n, plugins int, args ...string) (*expor
 
 // scenarioExposition is scenario 1.
 func (h *harness) scenarioExposition() error {
-	sec := section{id: "1", title: "Exposition cost: client_golang in process (A) vs host + 1 plugin (B) vs host + 6 plugins (C)"}
-	defer func() { h.report.add(sec) }()
+	sec := &section{id: "1", title: "Exposition cost: client_golang in process (A) vs host + 1 plugin (B) vs host + 6 plugins (C)"}
+	defer h.report.add(sec)
 	sec.text = append(sec.text, fmt.Sprintf("Workload (`internal/bench/workload`): per size *n*, 60%% counters with 3 labels, "+
 		"27%% gauges with 2 labels, 13%% of the series in *n*/100 10-bucket histograms with 2 labels, over %d families "+
 		"(10 per type). (A) holds them in client_golang vectors (plus the Go and process collectors) served by promhttp, "+
@@ -170,8 +170,8 @@ func (h *harness) checkSameSeries(n int, full bool, es ...*exporter) error {
 // scenarioAllowlist is scenario 4: the same 100k workload with the allowlist
 // enabling 10% of the families, against the full scrape, interleaved.
 func (h *harness) scenarioAllowlist() error {
-	sec := section{id: "4", title: "Allowlist pushdown: 10% of the families vs all (100k series, host + 1 plugin, text)"}
-	defer func() { h.report.add(sec) }()
+	sec := &section{id: "4", title: "Allowlist pushdown: 10% of the families vs all (100k series, host + 1 plugin, text)"}
+	defer h.report.add(sec)
 	const n = 100000
 	full, err := h.benchHost("allow-full", n, 1)
 	if err != nil {

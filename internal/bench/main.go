@@ -10,6 +10,9 @@
 //     text, text+gzip, OpenMetrics, protobuf
 //  2. plexporter-rdma vs node_exporter --collector.infiniband (16 devices x 2 ports)
 //  3. plexporter-nfs vs node_exporter --collector.mountstats (50 mounts x nconnect 8)
+//     (2, 3 and 7 at the paces of -paces: back to back, one scrape per
+//     second and one per 15 s by default; the timed paces of all three on
+//     one schedule, -scrapes and -scrapes-slow rounds)
 //  4. allowlist pushdown: 10% of the families vs all
 //  5. cold start to /ready with every shipped plugin; RSS
 //  6. 16 concurrent scrapers against 6 plugins: collects vs scrapes, errors
@@ -20,8 +23,8 @@
 //     back-to-back, one scrape per second and one per 15 s)
 //
 // Every figure is the median of -runs runs; a run repeats scrapes for at
-// least -min-run (CPU is read in clock ticks from /proc/<pid>/stat, so runs
-// must be long enough to count). Compared configurations are measured
+// least -min-run. CPU is each process's CPU clock (processCPU: what
+// /proc/<pid>/stat's utime+stime count, in ns rather than 10 ms ticks). Compared configurations are measured
 // interleaved, run by run, so ratios come from the same minutes. Every
 // process listens on 127.0.0.1 only; every loop is bounded in count and time.
 package main
@@ -57,6 +60,12 @@ type harness struct {
 	micro     bool
 	verbose   bool
 
+	// the plexporter-vs-node_exporter comparisons (scenarios 2, 3, 7)
+	paces       []pace // -paces
+	scrapes     int    // rounds at a timed pace below slowPace
+	scrapesSlow int    // rounds at a pace of slowPace or more
+	pending     []*versusRun
+
 	started time.Time
 	report  *report
 
@@ -80,14 +89,17 @@ func main() {
 func run() int {
 	h := &harness{started: time.Now(), report: &report{}, sandboxed: map[string]int{}}
 	var (
-		sizes, scen, out string
-		keep             bool
+		sizes, scen, out, paces string
+		keep                    bool
 	)
 	flag.StringVar(&h.binDir, "bin", "bin", "directory with plexporter, plugins/ (make build) and bench/ (chaos and bench plugins)")
 	flag.IntVar(&h.runs, "runs", 5, "runs per measurement (the median is reported); at least 5 for the report")
 	flag.DurationVar(&h.minRun, "min-run", 400*time.Millisecond, "minimum duration of one run (scrapes repeat until it has passed)")
 	flag.StringVar(&sizes, "sizes", "1000,10000,100000", "series counts of scenario 1")
 	flag.StringVar(&scen, "scenarios", "1,2,3,4,5,6,7,8", "scenarios to run (comma-separated)")
+	flag.StringVar(&paces, "paces", "0,1s,15s", "paces of the plexporter-vs-node_exporter scenarios (2, 3, 7): 0 is back to back, else one scrape of each exporter per duration; the slowest is the headline")
+	flag.IntVar(&h.scrapes, "scrapes", 20, "rounds (one scrape of each exporter) at each timed pace under 10s")
+	flag.IntVar(&h.scrapesSlow, "scrapes-slow", 8, "rounds at each pace of 10s or more (the 15 s pace: (N+1)×15 s, shared by scenarios 2, 3 and 7)")
 	flag.StringVar(&out, "out", "docs/performance.md", "markdown file to write (empty: stdout only)")
 	flag.StringVar(&h.profile, "profile", "missed", "CPU-profile the 100k scrape: missed (when a scenario 1 target is missed), always, never")
 	flag.BoolVar(&h.micro, "micro", true, "run the Go micro-benchmarks of the hot paths")
@@ -108,12 +120,20 @@ func run() int {
 	for _, s := range strings.Split(scen, ",") {
 		h.scenarios[strings.TrimSpace(s)] = true
 	}
+	var err error
+	if h.paces, err = parsePaces(paces); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	if h.scrapes < 1 || h.scrapes > 10000 || h.scrapesSlow < 1 || h.scrapesSlow > 1000 {
+		fmt.Fprintln(os.Stderr, "bench: -scrapes must be in 1..10000, -scrapes-slow in 1..1000")
+		return 2
+	}
 	if h.runs < 1 || h.runs > 100 {
 		fmt.Fprintln(os.Stderr, "bench: -runs must be in 1..100")
 		return 2
 	}
 
-	var err error
 	if h.root, err = findRoot(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
@@ -177,23 +197,31 @@ func run() int {
 	}
 	h.logf("plexporter performance harness: %d runs of >= %v per figure; work dir %s", h.runs, h.minRun, h.work)
 
+	// The plexporter-vs-node_exporter comparisons (versus) run one after
+	// the other and keep their exporters until the next other scenario:
+	// their timed paces are measured together (finishVersus). The report
+	// orders the sections by id.
 	steps := []struct {
-		id   string
-		name string
-		fn   func() error
+		id     string
+		name   string
+		fn     func() error
+		versus bool
 	}{
-		{"1", "exposition cost", h.scenarioExposition},
-		{"2", "rdma vs node_exporter infiniband", h.scenarioRDMA},
-		{"3", "nfs vs node_exporter mountstats", h.scenarioNFS},
-		{"4", "allowlist pushdown", h.scenarioAllowlist},
-		{"5", "cold start and memory", h.scenarioStartup},
-		{"6", "concurrent scrapers", h.scenarioConcurrency},
-		{"7", "ethtool vs node_exporter ethtool", h.scenarioEthtool},
-		{"8", "textfile vs node_exporter textfile", h.scenarioTextfile},
+		{"1", "exposition cost", h.scenarioExposition, false},
+		{"2", "rdma vs node_exporter infiniband", h.scenarioRDMA, true},
+		{"3", "nfs vs node_exporter mountstats", h.scenarioNFS, true},
+		{"7", "ethtool vs node_exporter ethtool", h.scenarioEthtool, true},
+		{"4", "allowlist pushdown", h.scenarioAllowlist, false},
+		{"5", "cold start and memory", h.scenarioStartup, false},
+		{"6", "concurrent scrapers", h.scenarioConcurrency, false},
+		{"8", "textfile vs node_exporter textfile", h.scenarioTextfile, false},
 	}
 	for _, s := range steps {
 		if !h.scenarios[s.id] {
 			continue
+		}
+		if !s.versus {
+			h.finishVersus()
 		}
 		h.logf("scenario %s: %s", s.id, s.name)
 		began := time.Now()
@@ -201,9 +229,12 @@ func run() int {
 			h.logf("scenario %s failed: %v", s.id, err)
 			h.report.fail(s.id, s.name, err)
 		}
-		stopAll()
+		if !s.versus {
+			stopAll()
+		}
 		h.logf("scenario %s done in %v", s.id, time.Since(began).Round(100*time.Millisecond))
 	}
+	h.finishVersus()
 	if h.micro {
 		h.logf("micro-benchmarks")
 		if err := h.microBenchmarks(); err != nil {

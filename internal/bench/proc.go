@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // proc is a process the harness started; every one is stopped on exit.
@@ -251,17 +253,37 @@ var clockTicks = func() float64 {
 	return 100
 }()
 
-// cpuSeconds is utime+stime of the given processes.
+// cpuSeconds is the CPU time (user + system) of the given processes, each
+// counting its threads, live and exited.
 func cpuSeconds(pids []int) (float64, error) {
-	var ticks uint64
+	var total float64
 	for _, pid := range pids {
-		st, err := readStat(pid)
+		s, err := processCPU(pid)
 		if err != nil {
 			return 0, fmt.Errorf("pid %d gone: %w", pid, err)
 		}
-		ticks += st.utime + st.stime
+		total += s
 	}
-	return float64(ticks) / clockTicks, nil
+	return total, nil
+}
+
+// processCPU reads a process's CPU clock (clock_gettime of its
+// CLOCK_PROCESS_CPUTIME_ID, the scheduler's sum_exec_runtime of the thread
+// group) in nanoseconds: the quantity /proc/<pid>/stat's utime+stime are
+// scaled to, without their 10 ms clock ticks, so that one scrape's CPU is
+// measured, not rounded to a tick. Where the kernel does not answer for
+// another process, utime+stime from /proc/<pid>/stat.
+func processCPU(pid int) (float64, error) {
+	var ts unix.Timespec
+	// clock_getcpuclockid(pid): MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED).
+	if err := unix.ClockGettime(int32(^pid<<3|2), &ts); err == nil && pid > 0 && pid < 1<<28 {
+		return float64(ts.Nano()) / 1e9, nil
+	}
+	st, err := readStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return float64(st.utime+st.stime) / clockTicks, nil
 }
 
 // status returns a field of /proc/<pid>/status in bytes (VmRSS, VmHWM).

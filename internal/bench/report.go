@@ -14,7 +14,7 @@ type report struct {
 	runs     int
 	minRun   time.Duration
 	machine  [][2]string
-	sections []section
+	sections []*section // in the order of their ids when written
 	verdicts []verdict
 	notes    []string
 	micro    string // markdown
@@ -37,7 +37,7 @@ type verdict struct {
 	margin   string // how far from the target, either way
 }
 
-func (r *report) add(s section) { r.sections = append(r.sections, s) }
+func (r *report) add(s *section) { r.sections = append(r.sections, s) }
 
 // fail marks scenario id's section (added by the scenario itself, or a new
 // one) as failed.
@@ -48,7 +48,7 @@ func (r *report) fail(id, title string, err error) {
 			return
 		}
 	}
-	r.add(section{id: id, title: title, failed: err.Error()})
+	r.add(&section{id: id, title: title, failed: err.Error()})
 }
 
 // check records a target of the form measured <= limit (lower is better).
@@ -134,7 +134,7 @@ func table(header []string, rows [][]string) string {
 		}
 		numeric := true
 		for _, r := range rows {
-			if i < len(r) && r[i] != "" && !strings.ContainsAny(r[i][:1], "0123456789–") {
+			if i < len(r) && r[i] != "" && !strings.ContainsRune("0123456789–", []rune(r[i])[0]) {
 				numeric = false
 			}
 		}
@@ -156,9 +156,10 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "Every figure is the median of %d runs; a run repeats a scrape for at least %v and\n", r.runs, r.minRun)
 	b.WriteString("reports the mean per scrape. Configurations that are compared are measured interleaved, run by run, so\n")
 	b.WriteString("every ratio comes from the same minutes of the same harness run (the machine is noisy). Wall time is one\n")
-	b.WriteString("HTTP GET with the body read to the end over loopback; CPU is utime+stime from `/proc/<pid>/stat` of the\n")
+	b.WriteString("HTTP GET with the body read to the end over loopback; CPU is user+system time of the\n")
 	b.WriteString("exporter's processes (host + every plugin process, each pid read explicitly; or the single exporter\n")
-	b.WriteString("process); memory is VmRSS from `/proc/<pid>/status`. The harness's own CPU (the scraping client) is not\n")
+	b.WriteString("process), read from each process's CPU clock in ns (`clock_gettime` of its `CLOCK_PROCESS_CPUTIME_ID`, the\n")
+	b.WriteString("time `/proc/<pid>/stat`'s utime+stime are scaled to, without their 10 ms ticks); memory is VmRSS from `/proc/<pid>/status`. The harness's own CPU (the scraping client) is not\n")
 	b.WriteString("counted on either side.\n\n")
 	fmt.Fprintf(&b, "Run took %v.\n\n", r.elapsed.Round(time.Second))
 
@@ -190,6 +191,7 @@ func (r *report) markdown() string {
 		b.WriteString("\n")
 	}
 
+	slices.SortStableFunc(r.sections, func(a, b *section) int { return strings.Compare(a.id, b.id) })
 	for _, s := range r.sections {
 		fmt.Fprintf(&b, "## %s. %s\n\n", s.id, s.title)
 		switch {

@@ -30,8 +30,8 @@ var upLine = regexp.MustCompile(`(?m)^plexporter_plugin_up\{plugin="([^"]+)"\} (
 // scenarioStartup is scenario 5: cold start to /ready with every shipped
 // plugin, and memory.
 func (h *harness) scenarioStartup() error {
-	sec := section{id: "5", title: "Cold start and memory"}
-	defer func() { h.report.add(sec) }()
+	sec := &section{id: "5", title: "Cold start and memory"}
+	defer h.report.add(sec)
 	plugins := h.shippedPlugins()
 	if len(plugins) == 0 {
 		sec.skipped = "no plugin in bin/plugins (run `make build`)."

@@ -50,104 +50,14 @@ func writeTextfiles(dir string, files, series, version int) error {
 	return nil
 }
 
-// pace is how often the exporters are scraped: every `every` (0: back to
-// back), for rounds rounds.
-type pace struct {
-	name  string
-	every time.Duration
-}
-
-// String says the pace in a sentence.
-func (p pace) String() string {
-	if p.every == 0 {
-		return "scrapes back to back"
-	}
-	return "one scrape every " + p.name
-}
-
 var textfilePaces = []pace{{"back-to-back", 0}, {"1 s", time.Second}, {"15 s", 15 * time.Second}}
-
-// pacedCell is a cell measured at a pace, with the period actually held
-// (a round takes longer than the pace when the scrapes do).
-type pacedCell struct {
-	*cell
-	period float64 // mean seconds from one scrape of the exporter to its next
-}
-
-// measurePaced scrapes each exporter once per round, in an order that
-// rotates every round, a round starting every `every` (or at once when
-// the previous one took longer). before runs at the start of each round,
-// before any scrape (it may rewrite the files). A run is one round: the
-// CPU of an exporter's processes from just before one of its scrapes to
-// just before its next, so whatever it does between scrapes (GC, timers)
-// counts, as it does for a user at that pace. rounds+1 scrapes make rounds
-// runs.
-func (h *harness) measurePaced(es []*exporter, every time.Duration, rounds int, before func() error) ([]pacedCell, error) {
-	cells := make([]pacedCell, len(es))
-	prev := make([][2]float64, len(es)) // CPU total, CPU of the main process
-	last := make([]time.Time, len(es))
-	wall, bytes := make([]time.Duration, len(es)), make([]int64, len(es))
-	for i := range cells {
-		cells[i].cell = &cell{}
-	}
-	start := time.Now()
-	for round := range rounds + 1 {
-		if every > 0 {
-			if d := time.Until(start.Add(time.Duration(round) * every)); d > 0 {
-				time.Sleep(d)
-			}
-		}
-		if before != nil && round < rounds {
-			if err := before(); err != nil {
-				return nil, err
-			}
-		}
-		for k := range es {
-			i := (k + round) % len(es)
-			e := es[i]
-			pids := e.pids()
-			cpu, err := cpuSeconds(pids)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", e.name, err)
-			}
-			main, _ := cpuSeconds(pids[:1])
-			now := time.Now()
-			if round > 0 {
-				cells[i].add(runResult{
-					wall: wall[i].Seconds(), cpu: cpu - prev[i][0], cpuMain: main - prev[i][1],
-					bytes: bytes[i], scrapes: 1,
-				})
-				cells[i].period += now.Sub(last[i]).Seconds() / float64(rounds)
-			}
-			prev[i], last[i] = [2]float64{cpu, main}, now
-			if round == rounds {
-				continue
-			}
-			t0 := time.Now()
-			n, ctype, err := h.get(e.url+e.path, fmtText.accept, false)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", e.name, err)
-			}
-			if !strings.HasPrefix(ctype, fmtText.ctype) {
-				return nil, fmt.Errorf("%s: asked for text, got Content-Type %q", e.name, ctype)
-			}
-			wall[i], bytes[i] = time.Since(t0), n
-		}
-	}
-	for _, e := range es {
-		if err := e.alive(); err != nil {
-			return nil, err
-		}
-	}
-	return cells, nil
-}
 
 // scenarioTextfile is scenario 8: the textfile plugin against
 // node_exporter's textfile collector on the same directory.
 func (h *harness) scenarioTextfile() error {
-	sec := section{id: "8", title: fmt.Sprintf("textfile: plexporter-textfile vs node_exporter --collector.textfile (%s files × %d series)", thousands(textfileFiles), textfileSeries)}
-	defer func() { h.report.add(sec) }()
-	plugin := h.versusPlugin(&sec, "textfile")
+	sec := &section{id: "8", title: fmt.Sprintf("textfile: plexporter-textfile vs node_exporter --collector.textfile (%s files × %d series)", thousands(textfileFiles), textfileSeries)}
+	defer h.report.add(sec)
+	plugin := h.versusPlugin(sec, "textfile")
 	if plugin == "" {
 		return nil
 	}
@@ -201,10 +111,11 @@ func (h *harness) scenarioTextfile() error {
 		"`--collector.disable-defaults --collector.textfile --collector.textfile.directory=<dir>`. Both bodies hold the "+
 		"%s `job_metric_*` series and their exporter's own families.",
 		thousands(textfileFiles), textfileFiles-1, textfileSeries, thousands(total), thousands(textfileSeries/10), thousands(2*total), thousands(total)))
-	sec.text = append(sec.text, fmt.Sprintf("The two exporters are scraped in turn (the order alternates), one scrape of each per round, "+
-		"a round starting at the pace (or at once when the previous one took longer: the period column says what was held); "+
-		"%d rounds per pace. A round's CPU is that of each process tree from just before one of its scrapes to just before "+
-		"its next, so what an exporter does between scrapes counts. *Unchanged*: the files stay as they are (a textfile "+
+	sec.text = append(sec.text, fmt.Sprintf("The two exporters are scraped in turn, one scrape of each per round (back to back the "+
+		"order alternates; at a pace their scrapes are half a period apart), a round starting at the pace (or at once when "+
+		"the previous one took longer: the period column says what was held); %d rounds per pace. A round's CPU is that of "+
+		"each process tree from just before one of its scrapes to just before its next, so what an exporter does between "+
+		"scrapes counts; the figures are means over the rounds. *Unchanged*: the files stay as they are (a textfile "+
 		"directory's usual state: jobs write every few minutes or at their start and end). *Rewritten*: at the start of every "+
 		"round the harness rewrites all %s files (new content, renamed into place), so every scrape finds every file "+
 		"changed (the worst case: plexporter parses each file again, as node_exporter always does).",
@@ -236,7 +147,7 @@ func (h *harness) scenarioTextfile() error {
 				return fmt.Errorf("files %s, pace %s: %w", c.name, p.name, err)
 			}
 			P, N := cells[0], cells[1]
-			rows = append(rows, []string{p.name, fmt.Sprintf("%.2f", P.period),
+			rows = append(rows, []string{p.name, fmt.Sprintf("%.2f", P.Period()),
 				ms(N.CPU()), ms(P.CPU()), ms(P.HostCPU()), ms(P.CPU() - P.HostCPU()),
 				"**" + ratio(N.CPU(), P.CPU()) + "**", ms(N.Wall()), ms(P.Wall())})
 			target := fmt.Sprintf("textfile, %s files × %d series, files %s, %s", thousands(textfileFiles), textfileSeries, c.name, p)

@@ -2,14 +2,8 @@ package main
 
 import (
 	"bytes"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -113,66 +107,6 @@ func TestThousands(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 100000: "100,000", 1234567: "1,234,567"} {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
-// measurePaced scrapes each exporter once per round in an order that
-// alternates, runs before once per round ahead of the scrapes, makes one
-// run per round and holds the pace.
-func TestMeasurePaced(t *testing.T) {
-	var mu sync.Mutex
-	var order []string
-	var srvs []*httptest.Server
-	var es []*exporter
-	for _, name := range []string{"a", "b"} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			order = append(order, name)
-			mu.Unlock()
-			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-			fmt.Fprintln(w, "x 1")
-		}))
-		defer srv.Close()
-		srvs = append(srvs, srv)
-		// The harness's own process stands in for the exporter's.
-		p := &proc{name: name, cmd: &exec.Cmd{Process: &os.Process{Pid: os.Getpid()}}, url: srv.URL, done: make(chan struct{})}
-		es = append(es, &exporter{proc: p, path: "/metrics"})
-	}
-	h := &harness{client: srvs[0].Client(), started: time.Now()}
-	const rounds = 4
-	befores := 0
-	before := func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(order) != 2*befores {
-			t.Errorf("before call %d after %d scrapes, want %d", befores+1, len(order), 2*befores)
-		}
-		befores++
-		return nil
-	}
-	const every = 50 * time.Millisecond
-	t0 := time.Now()
-	cells, err := h.measurePaced(es, every, rounds, before)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if elapsed := time.Since(t0); elapsed < rounds*every {
-		t.Errorf("%d rounds at a %v pace took %v", rounds, every, elapsed)
-	}
-	if befores != rounds {
-		t.Errorf("before ran %d times, want %d", befores, rounds)
-	}
-	want := []string{"a", "b", "b", "a", "a", "b", "b", "a"}
-	if !slices.Equal(order, want) {
-		t.Errorf("scrape order %v, want %v", order, want)
-	}
-	for i, c := range cells {
-		if len(c.cpu) != rounds || c.scrapes != rounds || c.bytes != 4 {
-			t.Errorf("exporter %d: %d runs, %d scrapes, %d bytes; want %d, %d, 4", i, len(c.cpu), c.scrapes, c.bytes, rounds, rounds)
-		}
-		if c.period < 0.8*every.Seconds() { // the order alternates: a period may be a scrape short
-			t.Errorf("exporter %d: period %.3f s, below the pace", i, c.period)
 		}
 	}
 }

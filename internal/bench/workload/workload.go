@@ -106,6 +106,10 @@ func Families() []*Family {
 			case Histogram:
 				d = sdk.NewDesc(fmt.Sprintf("bench_op_%d_latency_seconds", i), sdk.Histogram, fmt.Sprintf("Synthetic histogram %d.", i), "device", "op")
 			}
+			// Shared: configuration C's six bench plugins write every
+			// family (each every sixth series), by design; the host drops
+			// a family's series from any plugin but its owner otherwise.
+			d.WithShared()
 			out = append(out, &Family{Kind: kind, Index: i, Desc: d, Labels: d.Labels})
 		}
 	}
