@@ -275,6 +275,10 @@ func TestOutageLosesNothing(t *testing.T) {
 	p.now = func() time.Time { return base.Add(time.Duration(k.Load()) * time.Second) }
 	stop := runPusher(p) // snapshot 0; the rest come from the test
 	defer stop()
+	// Only Run takes snapshots in the host, one at a time; the test's must
+	// not overlap Run's first (both would read the clock before either
+	// counted, and the receiver refused the later as out of order).
+	waitFor(t, "snapshot 0 taken", func() bool { return k.Load() == 1 && metric(t, p, "plexporter_push_pending_samples")+metric(t, p, "plexporter_push_samples_sent_total") == 2 })
 	p.Snapshot(context.Background())
 	waitFor(t, "the first two snapshots sent", func() bool { return metric(t, p, "plexporter_push_samples_sent_total") == 4 })
 

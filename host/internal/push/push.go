@@ -238,7 +238,9 @@ func (p *Pusher) Run(ctx context.Context) {
 
 // Snapshot takes one snapshot from the source and queues it. A snapshot
 // cut short by ctx is not queued (it would mark the series of every
-// plugin that had not answered stale).
+// plugin that had not answered stale). Calls must not overlap (Run makes
+// them one at a time): the timestamp is read before the source is asked,
+// so two at once could queue their samples out of time order.
 func (p *Pusher) Snapshot(ctx context.Context) {
 	ts := p.now()
 	mfs := p.src(ctx)
