@@ -278,7 +278,9 @@ func TestOutageLosesNothing(t *testing.T) {
 	// Only Run takes snapshots in the host, one at a time; the test's must
 	// not overlap Run's first (both would read the clock before either
 	// counted, and the receiver refused the later as out of order).
-	waitFor(t, "snapshot 0 taken", func() bool { return k.Load() == 1 && metric(t, p, "plexporter_push_pending_samples")+metric(t, p, "plexporter_push_samples_sent_total") == 2 })
+	waitFor(t, "snapshot 0 taken", func() bool {
+		return k.Load() == 1 && metric(t, p, "plexporter_push_pending_samples")+metric(t, p, "plexporter_push_samples_sent_total") == 2
+	})
 	p.Snapshot(context.Background())
 	waitFor(t, "the first two snapshots sent", func() bool { return metric(t, p, "plexporter_push_samples_sent_total") == 4 })
 
