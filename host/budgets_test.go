@@ -304,19 +304,7 @@ func TestBudgetsMeasure(t *testing.T) {
   flood: {config: {series: 1, log_flood: json}}
   healthy: {config: {series: 1000}}
 `, "--scrape.timeout=5s")
-	p95 := func(query string) (float64, float64, time.Duration) {
-		var d []float64
-		var longest time.Duration
-		for range n {
-			began := time.Now()
-			_, mfs := h.scrape(query)
-			longest = max(longest, time.Since(began))
-			d = append(d, value(mfs, "plexporter_plugin_scrape_duration_seconds", "plugin", "healthy"))
-			time.Sleep(100 * time.Millisecond)
-		}
-		slices.Sort(d)
-		return d[len(d)/2], d[len(d)*95/100], longest
-	}
+	p95 := func(query string) (float64, float64, time.Duration) { return healthyScrapeDurations(h, n, query) }
 	for range 3 {
 		h.scrape("?collect[]=healthy")
 	}
@@ -330,4 +318,20 @@ func TestBudgetsMeasure(t *testing.T) {
 	t.Logf("host RSS: idle %.1f MiB, after %.1f MiB, peak %.1f MiB (+%.1f MiB)", mib(idle), mib(rss), mib(peak), mib(peak)-mib(idle))
 	t.Logf("log lines dropped %v, partial errors kept %v", value(mfs, "plexporter_plugin_log_dropped_total", "plugin", "flood"),
 		value(mfs, "plexporter_plugin_collect_errors_total", "plugin", "errors", "collector", "chaos"))
+}
+
+// healthyScrapeDurations scrapes h n times, 100 ms apart, and returns the
+// p50 and p95 of the plugin "healthy"'s scrape duration as the host
+// measured it, and the longest whole scrape the client saw.
+func healthyScrapeDurations(h *host, n int, query string) (p50, p95 float64, longest time.Duration) {
+	var d []float64
+	for range n {
+		began := time.Now()
+		_, mfs := h.scrape(query)
+		longest = max(longest, time.Since(began))
+		d = append(d, value(mfs, "plexporter_plugin_scrape_duration_seconds", "plugin", "healthy"))
+		time.Sleep(100 * time.Millisecond)
+	}
+	slices.Sort(d)
+	return d[len(d)/2], d[len(d)*95/100], longest
 }

@@ -79,19 +79,7 @@ func TestBudgetsSandboxedMeasure(t *testing.T) {
   flood: {config: {series: 1, log_flood: json}}
   healthy: {config: {series: 1000}}
 `, "--scrape.timeout=5s")
-	p95 := func(query string) (float64, float64, time.Duration) {
-		var d []float64
-		var longest time.Duration
-		for range n {
-			began := time.Now()
-			_, mfs := h.scrape(query)
-			longest = max(longest, time.Since(began))
-			d = append(d, value(mfs, "plexporter_plugin_scrape_duration_seconds", "plugin", "healthy"))
-			time.Sleep(100 * time.Millisecond)
-		}
-		slices.Sort(d)
-		return d[len(d)/2], d[len(d)*95/100], longest
-	}
+	p95 := func(query string) (float64, float64, time.Duration) { return healthyScrapeDurations(h, n, query) }
 	for range 3 {
 		h.scrape("?collect[]=healthy")
 	}
