@@ -17,6 +17,7 @@ func TestPushSection(t *testing.T) {
   external_labels: {cluster: a}
   headers: {X-Scope-OrgID: team-a}
   max_pending_samples: 1000
+  protocol: prometheus.remote_write.v2
   basic_auth: {username: u, password_file: secret}
   tls_config: {ca_file: ca.pem, insecure_skip_verify: false}
 `)
@@ -25,7 +26,7 @@ func TestPushSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := f.Push
-	if p == nil || p.URL != "https://mimir.example/api/v1/push" || p.Interval != 30*time.Second || p.ExternalLabels["cluster"] != "a" || p.Headers["X-Scope-OrgID"] != "team-a" || p.MaxPendingSamples != 1000 {
+	if p == nil || p.URL != "https://mimir.example/api/v1/push" || p.Interval != 30*time.Second || p.ExternalLabels["cluster"] != "a" || p.Headers["X-Scope-OrgID"] != "team-a" || p.MaxPendingSamples != 1000 || p.Protocol != PushRemoteWriteV2 {
 		t.Fatalf("push section %+v", p)
 	}
 	dir := filepath.Dir(path)
@@ -48,6 +49,7 @@ func TestPushSectionErrors(t *testing.T) {
 		"push:\n  url: http://m/\n  bearer_token: a\n  bearer_token_file: b\n": "at most one of bearer_token & bearer_token_file must be configured",
 		"push:\n  url: http://m/\n  intervall: 1s\n":                           `3: unknown key "intervall"`,
 		"push:\n  url: http://m/\n  interval: 5 s\n":                           "push.interval",
+		"push:\n  url: http://m/\n  protocol: otel\n":                          `push.protocol: "otel" is not a push protocol (one of prometheus.remote_write.v1, prometheus.remote_write.v2, otlp)`,
 	} {
 		_, err := Load(writeFile(t, in), trust.Policy{})
 		if err == nil || !strings.Contains(err.Error(), want) {
