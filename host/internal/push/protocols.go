@@ -298,11 +298,11 @@ func (p *Pusher) isExternal(l prompb.Label) bool {
 
 // startOf returns the start time (ms) of counter series id's sample v at
 // ts, in send order: the time this pusher first sent the series, moved to
-// ts when the value decreased (a reset). A restart of the host is not a
-// reset: the plugins' counters go on, and so does the series' start on
-// the receiver's side from the first push of the new process (the
-// Collector's Prometheus receiver and its metricstarttime processor's
-// true_reset_point strategy do the same). t is held by the pusher's lock.
+// ts when the value decreased (a reset), as the OpenTelemetry Collector's
+// Prometheus receiver does without a created timestamp. It is not the
+// process's start: a series that comes later has its own. After a host
+// restart it is the new process's first push (the Collector's limit
+// too). t is held by the pusher's lock.
 func (t *table) startOf(id uint32, ts int64, v float64) int64 {
 	if value.IsStaleNaN(v) {
 		return t.start[id]
