@@ -1,6 +1,7 @@
 package main
 
 import (
+	"compress/gzip"
 	"fmt"
 	"io"
 	"math"
@@ -165,7 +166,12 @@ func (f storeFunc) Store(r *http.Request, m remote.WriteMessageType) (*remote.Wr
 func TestPushOTLPFromTheHost(t *testing.T) {
 	got := &snapshots{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body, _ := io.ReadAll(zr)
 		var req colmetricpb.ExportMetricsServiceRequest
 		if err := proto.Unmarshal(body, &req); err != nil || r.URL.Path != "/v1/metrics" {
 			http.Error(w, fmt.Sprint(err), http.StatusBadRequest)

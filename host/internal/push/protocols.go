@@ -2,6 +2,7 @@ package push
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -298,14 +299,18 @@ func (p *Pusher) isExternal(l prompb.Label) bool {
 
 // startOf returns the start time (ms) of counter series id's sample v at
 // ts, in send order: the time this pusher first sent the series, moved to
-// ts when the value decreased (a reset), as the OpenTelemetry Collector's
+// ts when the value decreased (a reset) or after the series' staleness
+// marker, as the OpenTelemetry Collector's
 // Prometheus receiver does without a created timestamp. It is not the
 // process's start: a series that comes later has its own. After a host
 // restart it is the new process's first push (the Collector's limit
 // too). t is held by the pusher's lock.
 func (t *table) startOf(id uint32, ts int64, v float64) int64 {
 	if value.IsStaleNaN(v) {
-		return t.start[id]
+		// The series ended: if it comes back, it is a new one.
+		s := t.start[id]
+		t.start[id] = 0
+		return s
 	}
 	if t.start[id] == 0 || v < t.prev[id] {
 		t.start[id] = ts
@@ -319,10 +324,19 @@ func (t *table) startOf(id uint32, ts int64, v float64) int64 {
 // max_backoff (plus a Retry-After), until it is accepted or ctx ends; it
 // never retries another 4xx. It returns the answer's partial success.
 func (p *Pusher) otlpWrite(ctx context.Context, req *colmetricpb.ExportMetricsServiceRequest, onRetry func(error)) (rejected int64, msg string, err error) {
-	body, err := proto.Marshal(req)
+	raw, err := proto.Marshal(req)
 	if err != nil {
 		return 0, "", fmt.Errorf("encoding request %w", err)
 	}
+	// gzip, as the OpenTelemetry Collector's otlphttp exporter sends by
+	// default and every OTLP/HTTP receiver takes: a tenth of the bytes.
+	var zbuf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.BestSpeed)
+	zw.Write(raw)
+	if err := zw.Close(); err != nil {
+		return 0, "", fmt.Errorf("compressing request %w", err)
+	}
+	body := zbuf.Bytes()
 	delay := p.cfg.MinBackoff
 	for {
 		var retryAfter time.Duration
@@ -331,6 +345,7 @@ func (p *Pusher) otlpWrite(ctx context.Context, req *colmetricpb.ExportMetricsSe
 			return 0, "", err
 		}
 		r.Header.Set("Content-Type", "application/x-protobuf")
+		r.Header.Set("Content-Encoding", "gzip")
 		resp, err := p.client.Do(r)
 		if err == nil {
 			data, rerr := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
