@@ -146,7 +146,7 @@ func BenchmarkPushPipeline(b *testing.B) {
 
 // BenchmarkPushPipelineProtocols is BenchmarkPushPipeline with remote
 // write 2.0's and OTLP's encoders: each request built, marshalled and
-// (remote write) snappy-encoded as it would be posted.
+// compressed (remote write: snappy; OTLP: gzip) as it would be posted.
 //
 //	go test ./host/internal/push -run '^$' -bench PushPipelineProtocols -count 6
 func BenchmarkPushPipelineProtocols(b *testing.B) {
@@ -169,7 +169,7 @@ func BenchmarkPushPipelineProtocols(b *testing.B) {
 						raw, err = req.MarshalVT()
 						raw = snappy.Encode(nil, raw)
 					case *colmetricpb.ExportMetricsServiceRequest:
-						raw, err = gproto.Marshal(req)
+						raw, err = otlpBody(req)
 					}
 					if err != nil {
 						b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	writev2 "github.com/prometheus/client_golang/exp/api/remote/genproto/v2"
@@ -324,19 +325,10 @@ func (t *table) startOf(id uint32, ts int64, v float64) int64 {
 // max_backoff (plus a Retry-After), until it is accepted or ctx ends; it
 // never retries another 4xx. It returns the answer's partial success.
 func (p *Pusher) otlpWrite(ctx context.Context, req *colmetricpb.ExportMetricsServiceRequest, onRetry func(error)) (rejected int64, msg string, err error) {
-	raw, err := proto.Marshal(req)
+	body, err := otlpBody(req)
 	if err != nil {
-		return 0, "", fmt.Errorf("encoding request %w", err)
+		return 0, "", err
 	}
-	// gzip, as the OpenTelemetry Collector's otlphttp exporter sends by
-	// default and every OTLP/HTTP receiver takes: a tenth of the bytes.
-	var zbuf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.BestSpeed)
-	zw.Write(raw)
-	if err := zw.Close(); err != nil {
-		return 0, "", fmt.Errorf("compressing request %w", err)
-	}
-	body := zbuf.Bytes()
 	delay := p.cfg.MinBackoff
 	for {
 		var retryAfter time.Duration
@@ -382,6 +374,32 @@ func (p *Pusher) otlpWrite(ctx context.Context, req *colmetricpb.ExportMetricsSe
 		delay = min(2*delay, p.cfg.MaxBackoff)
 	}
 }
+
+// otlpBody is req marshalled and gzipped, as the OpenTelemetry
+// Collector's otlphttp exporter sends by default and every OTLP/HTTP
+// receiver takes.
+func otlpBody(req *colmetricpb.ExportMetricsServiceRequest) ([]byte, error) {
+	raw, err := proto.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encoding request %w", err)
+	}
+	var zbuf bytes.Buffer
+	zw, _ := gzipWriters.Get().(*gzip.Writer)
+	if zw == nil {
+		zw, _ = gzip.NewWriterLevel(&zbuf, gzip.BestSpeed)
+	} else {
+		zw.Reset(&zbuf)
+	}
+	defer gzipWriters.Put(zw)
+	zw.Write(raw)
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("compressing request %w", err)
+	}
+	return zbuf.Bytes(), nil
+}
+
+// gzipWriters keeps writers (a megabyte each) from one request to the next.
+var gzipWriters sync.Pool
 
 // otlpStatus is the message of an OTLP error answer: a google.rpc.Status
 // when protobuf, else the body.
