@@ -176,9 +176,9 @@ func (p *Pusher) encodeOTLP(b *snapshot, n int) *colmetricpb.ExportMetricsServic
 		ls := p.tab.labels[id]
 		switch d := m.Data.(type) {
 		case *metricspb.Metric_Gauge:
-			d.Gauge.DataPoints = append(d.Gauge.DataPoints, p.numberPoint(ls, tsNano, v, stale))
+			d.Gauge.DataPoints = append(d.Gauge.DataPoints, p.numberPoint(id, tsNano, v, stale))
 		case *metricspb.Metric_Sum:
-			dp := p.numberPoint(ls, tsNano, v, stale)
+			dp := p.numberPoint(id, tsNano, v, stale)
 			dp.StartTimeUnixNano = uint64(p.tab.startOf(id, b.ts, v)) * uint64(time.Millisecond)
 			d.Sum.DataPoints = append(d.Sum.DataPoints, dp)
 		default: // a histogram's or a summary's series
@@ -195,7 +195,7 @@ func (p *Pusher) encodeOTLP(b *snapshot, n int) *colmetricpb.ExportMetricsServic
 			}
 			pt := points[key.String()]
 			if pt == nil {
-				pt = &otlpPoint{attrs: p.attributes(ls, in.role)}
+				pt = &otlpPoint{attrs: p.attrsOf(id, in.role)}
 				points[key.String()] = pt
 				pointOrder = append(pointOrder, pt)
 				if h, ok := d.(*metricspb.Metric_Histogram); ok {
@@ -263,12 +263,26 @@ func (pt *otlpPoint) finish() {
 	}
 }
 
-func (p *Pusher) numberPoint(ls []prompb.Label, tsNano uint64, v float64, stale bool) *metricspb.NumberDataPoint {
-	dp := &metricspb.NumberDataPoint{Attributes: p.attributes(ls, roleValue), TimeUnixNano: tsNano, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: v}}
+func (p *Pusher) numberPoint(id uint32, tsNano uint64, v float64, stale bool) *metricspb.NumberDataPoint {
+	dp := &metricspb.NumberDataPoint{Attributes: p.attrsOf(id, roleValue), TimeUnixNano: tsNano, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: v}}
 	if stale {
 		dp.Flags = noRecordedValue
 	}
 	return dp
+}
+
+// attrsOf returns series id's data point attributes, made once and kept
+// in the table while the series is (requests share them read-only).
+// p.mu is held.
+func (p *Pusher) attrsOf(id uint32, role uint8) []*commonpb.KeyValue {
+	t := p.tab
+	if int(id) >= len(t.attrs) {
+		t.attrs = append(t.attrs, make([][]*commonpb.KeyValue, int(id)+1-len(t.attrs))...)
+	}
+	if t.attrs[id] == nil {
+		t.attrs[id] = p.attributes(t.labels[id], role)
+	}
+	return t.attrs[id]
 }
 
 // attributes are a series' labels as data point attributes: without

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
 	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/merge"
@@ -40,6 +41,7 @@ type table struct {
 	// yet) and the last value sent.
 	start []int64
 	prev  []float64
+	attrs [][]*commonpb.KeyValue // by id, OTLP: its data point's attributes (nil: not made yet)
 	free  []uint32
 }
 
@@ -135,6 +137,9 @@ func (t *table) release(ids []uint32) {
 			t.labels[id], t.enc[id], t.keys[id] = nil, nil, ""
 			if int(id) < len(t.info) {
 				t.info[id], t.start[id], t.prev[id] = seriesInfo{}, 0, 0
+			}
+			if int(id) < len(t.attrs) {
+				t.attrs[id] = nil
 			}
 			t.free = append(t.free, id)
 		}
