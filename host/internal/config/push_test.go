@@ -85,15 +85,15 @@ func TestDeployPushExample(t *testing.T) {
 }
 
 // TestREADMEPushExample loads the push: example of README.md's "Push
-// (remote write)" section, so the documented keys stay true.
+// (remote write or OTLP)" section, so the documented keys stay true.
 func TestREADMEPushExample(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(b), "### Push (remote write)")
+	_, sec, ok := strings.Cut(string(b), "### Push (remote write or OTLP)")
 	if !ok {
-		t.Fatal(`README.md has no "### Push (remote write)" section`)
+		t.Fatal(`README.md has no "### Push (remote write or OTLP)" section`)
 	}
 	_, block, ok := strings.Cut(sec, "```yaml\n")
 	block, _, ok2 := strings.Cut(block, "```")
@@ -104,7 +104,7 @@ func TestREADMEPushExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("README.md's push example: %v", err)
 	}
-	if f.Push == nil || f.Push.URL == "" || f.Push.SpoolDir == "" || f.Push.HTTPClientConfig.TLSConfig.CertFile == "" {
+	if f.Push == nil || f.Push.URL == "" || f.Push.SpoolDir == "" || f.Push.HTTPClientConfig.TLSConfig.CertFile == "" || f.Push.Protocol != PushRemoteWriteV1 {
 		t.Errorf("README.md's push example read as %+v", f.Push)
 	}
 }
