@@ -557,6 +557,9 @@ func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 			p.dropped[DropRejected] += float64(rejected)
 			p.log.Error("push: receiver accepted the request but rejected part of it; the rest is dropped, not retried", "url", p.cfg.URL, "rejected", rejected, "of", n, "message", truncate(why))
 			n -= rejected
+		} else if why != "" {
+			// OTLP: a partial success that rejects nothing is a warning.
+			p.log.Warn("push: receiver accepted the request with a warning", "url", p.cfg.URL, "message", truncate(why))
 		}
 		p.sent += float64(n)
 		p.lastSuccess = p.now()
