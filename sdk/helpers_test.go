@@ -126,7 +126,13 @@ func TestPollerStopBeforeRun(t *testing.T) {
 	var rounds atomic.Int64
 	p := sdk.NewPoller(time.Hour, func(context.Context) { rounds.Add(1) })
 	p.Stop()
+	select {
+	case <-p.Done():
+	default:
+		t.Fatal("Done not closed by a Stop before Run")
+	}
 	p.Run()
+	p.Stop() // again: no-op
 	if n := rounds.Load(); n != 0 {
 		t.Fatalf("%d rounds after Stop", n)
 	}

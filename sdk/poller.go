@@ -63,12 +63,15 @@ func (p *Poller) Stop() {
 	p.cancel()
 	p.mu.Lock()
 	running := p.running
+	p.running = true // a Run from now on returns at once
 	p.mu.Unlock()
-	if running {
-		<-p.done
+	if !running {
+		close(p.done) // Run never began: nothing to wait for
+		return
 	}
+	<-p.done
 }
 
-// Done is closed once Run has returned after Stop (never, if Run was not
-// called).
+// Done is closed once the poller has stopped: Stop has been called and no
+// round runs any more.
 func (p *Poller) Done() <-chan struct{} { return p.done }
