@@ -53,6 +53,9 @@ func (p *Poller) Run() {
 		case <-p.ctx.Done():
 			return
 		case <-t.C:
+			if p.ctx.Err() != nil {
+				return // both were ready: Stop wins over a tick
+			}
 		}
 	}
 }
