@@ -35,37 +35,53 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	// One go build for every binary the tests run, so they compile and
-	// link in parallel; it names each after its package directory, then
-	// each is moved to the name the tests use.
-	builds := map[string]string{".": "plexporter", "../internal/testplugins/chaos": "chaos", "../internal/testplugins/probe": "probe", "../internal/testplugins/native": "native"}
+	// Two go builds, run together, for every binary the tests run, so they
+	// compile and link in parallel: the host and the test plugins, and the
+	// shipped plugins. Each names its binaries after their package
+	// directories (two builds, because the test plugin
+	// internal/testplugins/probe and the shipped plugins/probe share the
+	// base name); then each is moved to the name the tests use.
+	builds := []map[string]string{
+		{".": "plexporter", "../internal/testplugins/chaos": "chaos", "../internal/testplugins/probe": "probe", "../internal/testplugins/native": "native"},
+		{},
+	}
 	shipped, _ := filepath.Glob("../plugins/*/main.go")
 	for _, m := range shipped {
 		name := filepath.Base(filepath.Dir(m))
-		builds["../plugins/"+name] = "shipped/plexporter-" + name
-	}
-	staging := filepath.Join(dir, "staging")
-	args := []string{"build", "-o", staging + "/"}
-	for pkg := range builds {
-		args = append(args, pkg)
-	}
-	cmd := exec.Command("go", args...)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build` does
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		panic("go " + strings.Join(args, " ") + ": " + err.Error())
+		builds[1]["../plugins/"+name] = "shipped/plexporter-" + name
 	}
 	os.MkdirAll(filepath.Join(dir, "shipped"), 0o755)
-	for pkg, out := range builds {
-		built := filepath.Base(pkg)
-		if pkg == "." {
-			built = "host"
+	var cmds []*exec.Cmd
+	for i, b := range builds {
+		staging := filepath.Join(dir, fmt.Sprintf("staging%d", i))
+		args := []string{"build", "-o", staging + "/"}
+		for pkg := range b {
+			args = append(args, pkg)
 		}
-		if err := os.Rename(filepath.Join(staging, built), filepath.Join(dir, out)); err != nil {
-			panic(err)
+		cmd := exec.Command("go", args...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build` does
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			panic("go " + strings.Join(args, " ") + ": " + err.Error())
 		}
+		cmds = append(cmds, cmd)
 	}
-	os.Remove(staging)
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			panic(strings.Join(cmd.Args, " ") + ": " + err.Error())
+		}
+		staging := filepath.Join(dir, fmt.Sprintf("staging%d", i))
+		for pkg, out := range builds[i] {
+			built := filepath.Base(pkg)
+			if pkg == "." {
+				built = "host"
+			}
+			if err := os.Rename(filepath.Join(staging, built), filepath.Join(dir, out)); err != nil {
+				panic(err)
+			}
+		}
+		os.Remove(staging)
+	}
 	// What the probe plugin looks for in its environment: the sandbox
 	// passes the manifest's env names only (PROBE_ALLOWED) and withholds the
 	// rest (PROBE_SECRET). Set once for the whole process, not per test, so

@@ -1,10 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,15 +21,6 @@ const (
 	// every healthy NFS mount.
 	minimumStatfsTimeout = 10 * time.Millisecond
 	defaultKmsgPath      = "/dev/kmsg"
-
-	// defaultProbeInterval: per-VM probing is for fleet aggregates (is
-	// the NFS server answering every VM?), not for one VM's alerting, so
-	// a probe every few minutes is enough (as the Crusoe exporter has it).
-	defaultProbeInterval = 5 * time.Minute
-	// minimumProbeInterval keeps a fleet from probing its servers several
-	// times a second by a typo.
-	minimumProbeInterval = 10 * time.Second
-	defaultProbeTimeout  = 10 * time.Second
 )
 
 // defaultDiskDevices matches the whole-disk names of the common guest
@@ -67,18 +57,6 @@ type config struct {
 	// KmsgPath is the kernel log device.
 	KmsgPath string `json:"kmsg_path"`
 
-	// ProbeInterval is the time between probe rounds.
-	ProbeInterval sdk.Duration `json:"probe_interval"`
-	// ProbeTimeout bounds each probe.
-	ProbeTimeout sdk.Duration `json:"probe_timeout"`
-	// ICMPTargets are hosts to send an ICMP echo to.
-	ICMPTargets []string `json:"icmp_targets"`
-	// NFSProbe sends an NFS NULL RPC to every NFS server in the mount
-	// table.
-	NFSProbe bool `json:"nfs_probe"`
-	// HTTPSEndpoints are URLs to GET (object-store endpoints).
-	HTTPSEndpoints []string `json:"https_endpoints"`
-
 	// Compiled by validate; not keys.
 	diskRE, excludeRE *regexp.Regexp
 }
@@ -91,8 +69,6 @@ func defaultConfig() config {
 		MountPointsExclude: defaultMountPointsExclude,
 		StatfsTimeout:      sdk.Duration{Duration: defaultStatfsTimeout},
 		KmsgPath:           defaultKmsgPath,
-		ProbeInterval:      sdk.Duration{Duration: defaultProbeInterval},
-		ProbeTimeout:       sdk.Duration{Duration: defaultProbeTimeout},
 	}
 }
 
@@ -129,41 +105,27 @@ func (c *config) validate() error {
 	if c.kmsgEnabled() && c.KmsgPath == "" {
 		return errors.New("kmsg_path: must not be empty while kmsg is on")
 	}
-	return c.validateProbes()
-}
-
-// validateProbes checks the probe keys and normalises the targets.
-func (c *config) validateProbes() error {
-	if d := c.ProbeInterval.Duration; d < minimumProbeInterval {
-		return fmt.Errorf("probe_interval: %s is below the minimum of %s", d, minimumProbeInterval)
-	}
-	if d := c.ProbeTimeout.Duration; d <= 0 || d >= c.ProbeInterval.Duration {
-		return fmt.Errorf("probe_timeout: %s must be above 0 and below probe_interval (%s)", d, c.ProbeInterval.Duration)
-	}
-	for i, h := range c.ICMPTargets {
-		h = strings.TrimSpace(h)
-		if h == "" || strings.ContainsAny(h, " /:") && net.ParseIP(h) == nil {
-			return fmt.Errorf("icmp_targets[%d]: %q is not a host name or IP address", i, c.ICMPTargets[i])
-		}
-		c.ICMPTargets[i] = h
-	}
-	for i, raw := range c.HTTPSEndpoints {
-		u, err := url.Parse(strings.TrimSpace(raw))
-		if err != nil {
-			return fmt.Errorf("https_endpoints[%d]: %w", i, err)
-		}
-		if u.Scheme != "https" || u.Host == "" {
-			return fmt.Errorf("https_endpoints[%d]: %q is not an https:// URL with a host", i, raw)
-		}
-		c.HTTPSEndpoints[i] = u.String()
-	}
 	return nil
 }
 
-// probesEnabled tells whether any probe is configured; without one the
-// prober does not run.
-func (c *config) probesEnabled() bool {
-	return c.NFSProbe || len(c.ICMPTargets) > 0 || len(c.HTTPSEndpoints) > 0
+// movedToProbe are the keys of the active probes, which moved with them
+// from plugins.guest.config to plugins.probe.config.
+var movedToProbe = []string{"probe_interval", "probe_timeout", "icmp_targets", "nfs_probe", "https_endpoints"}
+
+// movedKeys refuses a section that still sets a probe key, naming where it
+// went: the guest plugin no longer probes, and an operator's probes must
+// not stop without a word after an upgrade.
+func movedKeys(cfg sdk.Config) error {
+	var keys map[string]json.RawMessage
+	if err := cfg.Decode(&keys); err != nil {
+		return nil // not a mapping: Decode into config says so under its key
+	}
+	for _, k := range movedToProbe {
+		if _, ok := keys[k]; ok {
+			return fmt.Errorf("%s: the active probes moved to the probe plugin: set %s under plugins.probe.config (install plexporter-plugin-probe) and remove it from plugins.guest.config; guest no longer probes (plugins/probe/README.md, Upgrading from guest's probes)", k, k)
+		}
+	}
+	return nil
 }
 
 // kmsgEnabled tells whether the soft-lockup tailer should run (kmsg unset

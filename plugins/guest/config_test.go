@@ -25,13 +25,6 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 		"statfs_timeout":       "250ms",
 		"kmsg":                 true,
 		"kmsg_path":            "/host/dev/kmsg",
-		"probe_interval":       "1m",
-		"probe_timeout":        "5s",
-		// Loopback only: Configure starts the prober, whose first round
-		// runs at once.
-		"icmp_targets":    []any{" 127.0.0.1", "::1", "localhost"},
-		"nfs_probe":       true,
-		"https_endpoints": []any{"https://127.0.0.1:1/health"},
 	}, sdk.Paths{})
 	if err != nil {
 		t.Fatal(err)
@@ -41,11 +34,6 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 		!c.excludeRE.MatchString("/boot/efi") || c.StatfsTimeout.Duration != 250*time.Millisecond || c.MountinfoPID != 1 ||
 		opened != "/host/dev/kmsg" || p.tailer == nil {
 		t.Errorf("configured %+v (kmsg opened: %q)", c, opened)
-	}
-	if c.ProbeInterval.Duration != time.Minute || c.ProbeTimeout.Duration != 5*time.Second || !c.NFSProbe ||
-		!slices.Equal(c.ICMPTargets, []string{"127.0.0.1", "::1", "localhost"}) ||
-		!slices.Equal(c.HTTPSEndpoints, []string{"https://127.0.0.1:1/health"}) || p.prober == nil {
-		t.Errorf("probes configured %+v (prober %v)", c, p.prober)
 	}
 
 	// The defaults.
@@ -59,8 +47,7 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 	c = p.cfg
 	if c.DiskDevices != defaultDiskDevices || !slices.Equal(c.FilesystemTypes, defaultFilesystemTypes) ||
 		c.MountPointsExclude != defaultMountPointsExclude || c.StatfsTimeout.Duration != defaultStatfsTimeout ||
-		opened != defaultKmsgPath || c.ProbeInterval.Duration != defaultProbeInterval ||
-		c.ProbeTimeout.Duration != defaultProbeTimeout || c.NFSProbe || p.prober != nil {
+		opened != defaultKmsgPath {
 		t.Errorf("defaults %+v (kmsg opened: %q)", c, opened)
 	}
 	for _, disk := range []string{"vda", "vdaa", "xvdb", "sdc", "nvme0n1", "nvme12n3"} {
@@ -102,16 +89,14 @@ func TestConfigureRejects(t *testing.T) {
 		{Raw: map[string]any{"statfs_timeout": true}, Key: "statfs_timeout", Detail: "neither a duration string"},
 		{Raw: map[string]any{"kmsg_path": ""}, Key: "kmsg_path", Detail: "must not be empty"},
 		{Raw: map[string]any{"kmsg": "yes"}, Key: "kmsg", Detail: ": got "},
-		{Raw: map[string]any{"probe_interval": "1s"}, Key: "probe_interval", Detail: "below the minimum of 10s"},
-		{Raw: map[string]any{"probe_interval": "often"}, Key: "probe_interval", Detail: "invalid duration"},
-		{Raw: map[string]any{"probe_timeout": "5m"}, Key: "probe_timeout", Detail: "below probe_interval (5m0s)"},
-		{Raw: map[string]any{"probe_timeout": 0}, Key: "probe_timeout", Detail: "must be above 0"},
-		{Raw: map[string]any{"icmp_targets": []any{"10.0.0.1", "http://x"}}, Key: "icmp_targets[1]", Detail: "not a host name or IP address"},
-		{Raw: map[string]any{"icmp_targets": []any{""}}, Key: "icmp_targets[0]", Detail: "not a host name or IP address"},
-		{Raw: map[string]any{"https_endpoints": []any{"http://object.example"}}, Key: "https_endpoints[0]", Detail: "not an https:// URL"},
-		{Raw: map[string]any{"https_endpoints": []any{"https://"}}, Key: "https_endpoints[0]", Detail: "not an https:// URL with a host"},
-		{Raw: map[string]any{"https_endpoints": []any{"https://a/%zz"}}, Key: "https_endpoints[0]", Detail: "invalid URL escape"},
-		{Raw: map[string]any{"nfs_probe": "yes"}, Key: "nfs_probe", Detail: ": got "},
+		// The probe keys moved with the probes: refused, naming the new
+		// place, whatever their value (an upgrade must not stop an
+		// operator's probes without a word).
+		{Raw: map[string]any{"probe_interval": "5m"}, Key: "probe_interval", Detail: "under plugins.probe.config"},
+		{Raw: map[string]any{"probe_timeout": "10s"}, Key: "probe_timeout", Detail: "under plugins.probe.config"},
+		{Raw: map[string]any{"icmp_targets": []any{"10.0.0.1"}}, Key: "icmp_targets", Detail: "under plugins.probe.config"},
+		{Raw: map[string]any{"nfs_probe": false}, Key: "nfs_probe", Detail: "under plugins.probe.config"},
+		{Raw: map[string]any{"https_endpoints": []any{}, "kmsg": true}, Key: "https_endpoints", Detail: "under plugins.probe.config"},
 		{Raw: map[string]any{"unknown_key": 1}, Key: "unknown_key", Detail: "unknown key"},
 	})
 }

@@ -1,6 +1,9 @@
 package main
 
-import "github.com/plexporter/plexporter/sdk"
+import (
+	"github.com/plexporter/plexporter/plugins/internal/guesterrors"
+	"github.com/plexporter/plexporter/sdk"
+)
 
 // CPU and run queue (<procfs>/stat).
 var (
@@ -85,29 +88,11 @@ var (
 var descSoftLockups = sdk.NewDesc("kernel_soft_lockups_total", sdk.Counter,
 	"Soft-lockup reports of the kernel watchdog (\"BUG: soft lockup - CPU#N stuck for Ns!\") since the plugin started; a CPU that stays stuck is reported again every watchdog period.")
 
-// Health probes (on probe_interval, from a background goroutine), labels
-// probe (icmp, nfs_null, https) and target.
-var (
-	descProbeSuccess = sdk.NewDesc("probe_success", sdk.Gauge,
-		"1 if the latest probe of the target succeeded, 0 if it failed (no answer within probe_timeout, refused, an RPC or HTTP error).",
-		"probe", "target")
-	descProbeDuration = sdk.NewDesc("probe_duration_seconds", sdk.Gauge,
-		"How long the latest probe of the target took, failed ones included (a timeout shows as probe_timeout).",
-		"probe", "target").WithUnit("seconds")
-	descProbeLastRun = sdk.NewDesc("probe_last_run_timestamp_seconds", sdk.Gauge,
-		"Unix time the latest probe of the target started.",
-		"probe", "target").WithUnit("seconds")
-)
-
-// probeDescs are the probe families; when the allowlist disables all of
-// them no probe runs.
-var probeDescs = []*sdk.Desc{descProbeSuccess, descProbeDuration, descProbeLastRun}
-
 // Plugin health: the project's error-counter convention,
 // guest_collection_errors_total{collector}.
-var descCollectionErrors = sdk.NewDesc("guest_collection_errors_total", sdk.Counter,
-	"Failures since the plugin started, by collector: stat, pressure_cpu, pressure_io, pressure_memory, meminfo, diskstats, filesystem (a mount whose statfs failed, timed out or is still blocked), kmsg (the log could not be opened or read, or records were lost to a ring-buffer overflow), probe (a probe could not be made at all: no ICMP socket, the mount table unreadable).",
-	"collector")
+// Shared with the probe plugin, which counts a probe that could not be made
+// under collector="probe" (plugins/internal/guesterrors).
+var descCollectionErrors = guesterrors.Desc()
 
 // Collector names: the collector label of guest_collection_errors_total and
 // of the partial errors sent to the host.
@@ -120,12 +105,11 @@ const (
 	collectorDiskstats      = "diskstats"
 	collectorFilesystem     = "filesystem"
 	collectorKmsg           = "kmsg"
-	collectorProbe          = "probe"
 )
 
 // errorCollectors are the collector label values, exported from the first
-// scrape on (kmsg only while the tailer is configured, probe while a probe
-// is).
+// scrape on (kmsg only while the tailer is configured; probe is the probe
+// plugin's).
 var errorCollectors = []string{
 	collectorStat, collectorPressureCPU, collectorPressureIO, collectorPressureMemory,
 	collectorMeminfo, collectorDiskstats, collectorFilesystem,
@@ -158,5 +142,4 @@ var catalogue = append([]*sdk.Desc{
 	descCPUSteal, descCPUCount, descProcsRunning, descProcsBlocked,
 	descPSICPURatio, descPSICPUStall, descPSIIORatio, descPSIIOStall, descPSIMemoryRatio, descPSIMemoryStall,
 	descMemAvailable, descSwapUsed, descSoftLockups, descCollectionErrors,
-	descProbeSuccess, descProbeDuration, descProbeLastRun,
 }, append(diskDescs, filesystemDescs...)...)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"sync"
 	"time"
 
@@ -29,9 +28,6 @@ type plugin struct {
 	log        warner
 	openKmsg   func(path string) (io.ReadCloser, error)
 	readMounts mountsFunc
-	// probeTransport is the HTTPS probes' round tripper (nil: the
-	// default one); tests trust their server's certificate with it.
-	probeTransport http.RoundTripper
 	// kernelOnly counts only records the kernel wrote. The test that
 	// writes a synthetic report to the real /dev/kmsg turns it off: the
 	// kernel stamps whatever userspace writes with a user facility.
@@ -40,8 +36,8 @@ type plugin struct {
 	// errs and statfs outlive a re-Configure: the counter never goes back,
 	// and a statfs still blocked from before is still not started twice.
 	// errs is guest_collection_errors_total: Collect counts what it
-	// reports; the kmsg tailer and the prober count their failures from
-	// their goroutines when they happen.
+	// reports; the kmsg tailer counts its failures from its goroutine when
+	// they happen.
 	errs   sdk.CollectionErrors
 	statfs *statfsRunner
 
@@ -51,7 +47,6 @@ type plugin struct {
 	kmsgOn  bool
 	tailer  *kmsgTailer // nil when kmsg is off or could not be opened
 	openErr error       // why the tailer could not start, until reported
-	prober  *prober     // nil when no probe is configured
 }
 
 // warner is the part of the SDK's logger the plugin uses (whichever logger
@@ -90,17 +85,20 @@ func (p *plugin) Info() sdk.Info {
 			// operator's grant (README.md), not a need of every node.
 			ReadOnlyPaths: []string{
 				"/proc/stat", "/proc/pressure", "/proc/meminfo", "/proc/diskstats",
-				"/proc/self/mountinfo", "/sys/block", "/etc/ssl/certs", "/etc/pki",
+				"/proc/self/mountinfo", "/sys/block",
 			},
 			Devices: []string{defaultKmsgPath},
 		},
 	}
 }
 
-// Configure validates the settings, starts the kernel-log tailer and
-// (re)starts the prober. A second Configure keeps a running tailer on the
-// same device, so that kernel_soft_lockups_total does not go back to 0.
+// Configure validates the settings and starts the kernel-log tailer. A
+// second Configure keeps a running tailer on the same device, so that
+// kernel_soft_lockups_total does not go back to 0.
 func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
+	if err := movedKeys(cfg); err != nil {
+		return err
+	}
 	c := defaultConfig()
 	if err := cfg.Decode(&c); err != nil {
 		return err
@@ -118,15 +116,6 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 		p.tailer = nil
 	}
 	p.openErr = nil
-	if p.prober != nil {
-		p.prober.stop()
-		p.prober = nil
-	}
-	if c.probesEnabled() && cfg.AnyEnabled(probeDescs...) {
-		p.prober = newProber(c.ProbeInterval.Duration, c.ProbeTimeout.Duration, p.probeTargets(c, cfg.Paths),
-			p.log, func() { p.errs.Add(collectorProbe, 1) })
-		p.prober.start()
-	}
 	if kmsgOn && p.tailer == nil {
 		r, err := p.openKmsg(c.KmsgPath)
 		if err != nil {
@@ -156,7 +145,7 @@ func isPermission(err error) bool {
 	return errors.Is(err, fs.ErrPermission)
 }
 
-// Close stops the kernel-log tailer and the prober (sdk.Closer). A statfs
+// Close stops the kernel-log tailer (sdk.Closer). A statfs
 // still blocked cannot be stopped; its goroutine ends when the call
 // returns.
 func (p *plugin) Close() error {
@@ -166,72 +155,18 @@ func (p *plugin) Close() error {
 		p.tailer.stop()
 		p.tailer = nil
 	}
-	if p.prober != nil {
-		p.prober.stop()
-		p.prober = nil
-	}
 	return nil
-}
-
-// probeTargets returns what a probe round probes: the configured ICMP
-// targets and HTTPS endpoints, and the NFS servers of the mount table as it
-// is at the round (a volume mounted later is probed from then on).
-func (p *plugin) probeTargets(c config, paths sdk.Paths) func() ([]probeTarget, error) {
-	client := newProbeClient(p.probeTransport)
-	return func() ([]probeTarget, error) {
-		var out []probeTarget
-		for _, h := range c.ICMPTargets {
-			out = append(out, probeTarget{probeICMP, h, func(ctx context.Context) error { return pingICMP(ctx, h) }})
-		}
-		var err error
-		if c.NFSProbe {
-			var servers []nfsServer
-			servers, err = p.nfsServers(paths.Procfs, c.MountinfoPID)
-			for _, s := range servers {
-				out = append(out, probeTarget{probeNFS, s.addr, func(ctx context.Context) error { return nfsNull(ctx, s.addr, s.version) }})
-			}
-		}
-		for _, u := range c.HTTPSEndpoints {
-			out = append(out, probeTarget{probeHTTPS, u, func(ctx context.Context) error { return httpsGet(ctx, client, u) }})
-		}
-		return out, err
-	}
-}
-
-// nfsServers lists the NFS servers of the mount table, each once.
-func (p *plugin) nfsServers(procRoot string, pid int) ([]nfsServer, error) {
-	pfs, err := procfs.NewFS(procRoot)
-	if err != nil {
-		return nil, err
-	}
-	infos, err := p.readMounts(pfs, pid)
-	if err != nil {
-		return nil, fmt.Errorf("list the NFS servers to probe: %w", err)
-	}
-	seen := map[nfsServer]bool{}
-	var out []nfsServer
-	for _, mi := range infos {
-		if mi.FSType != "nfs" && mi.FSType != "nfs4" {
-			continue
-		}
-		s, ok := nfsServerOf(mi.Source, mi.SuperOptions)
-		if ok && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out, nil
 }
 
 // Collect reads procfs, runs statfs on the mounts until the deadline and
 // writes the soft lockups counted so far.
 func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	p.mu.Lock()
-	c, paths, kmsgOn, tailer, openErr, pr := p.cfg, p.paths, p.kmsgOn, p.tailer, p.openErr, p.prober
+	c, paths, kmsgOn, tailer, openErr := p.cfg, p.paths, p.kmsgOn, p.tailer, p.openErr
 	p.openErr = nil // reported once, below
 	p.mu.Unlock()
 	fail := func(collector string, err error) { p.errs.Fail(w, collector, err) }
-	defer p.writeErrors(w, kmsgOn, pr != nil)
+	defer p.writeErrors(w, kmsgOn)
 
 	src, err := openSources(paths)
 	if err != nil {
@@ -260,17 +195,6 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			w.Error(collectorKmsg, err) // counted by the tailer
 		}
 		w.Counter(descSoftLockups, float64(tailer.lockups.Load()))
-	}
-	if pr != nil {
-		results, err := pr.snapshot()
-		if err != nil {
-			w.Error(collectorProbe, err) // counted by the prober
-		}
-		for _, r := range results {
-			w.Gauge(descProbeSuccess, sdk.Bool(r.success), r.probe, r.target)
-			w.Gauge(descProbeDuration, r.duration.Seconds(), r.probe, r.target)
-			w.Gauge(descProbeLastRun, sdk.UnixSeconds(r.at), r.probe, r.target)
-		}
 	}
 	return ctx.Err()
 }
@@ -308,13 +232,11 @@ func openSources(paths sdk.Paths) (sources, error) {
 
 // writeErrors writes guest_collection_errors_total, every collector from
 // the first scrape on so that rate() works from zero (kmsg while the tailer
-// is configured).
-func (p *plugin) writeErrors(w *sdk.Writer, kmsgOn, probesOn bool) {
+// is configured). The probe plugin writes collector="probe" of the same
+// family.
+func (p *plugin) writeErrors(w *sdk.Writer, kmsgOn bool) {
 	p.errs.Write(w, descCollectionErrors, errorCollectors...)
 	if kmsgOn {
 		p.errs.Write(w, descCollectionErrors, collectorKmsg)
-	}
-	if probesOn {
-		p.errs.Write(w, descCollectionErrors, collectorProbe)
 	}
 }

@@ -205,16 +205,15 @@ func TestProbes(t *testing.T) {
 	failing := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
 	defer failing.Close()
 
-	p := fixturePlugin(t, &fakeStatfs{})
+	p := fixturePlugin(t)
 	p.probeTransport = forbidden.Client().Transport // trusts the test certificate of both
 	proc := probeProcfs(t, [3]string{gh, gp, "4.2"}, [3]string{uh, up, "3"}, [3]string{ch, cp, "4.1"}, [3]string{gh, gp, "4.2"})
-	c := sdktest.Client(t, p, sdktest.Options{Procfs: proc, Sysfs: t.TempDir(), Rootfs: fakeRootfs, Config: map[string]any{
+	c := sdktest.Client(t, p, sdktest.Options{Procfs: proc, Sysfs: t.TempDir(), Config: map[string]any{
 		"probe_interval":  "10s",
 		"probe_timeout":   "2s",
 		"nfs_probe":       true,
 		"https_endpoints": []any{forbidden.URL + "/", failing.URL + "/bucket"},
 		"icmp_targets":    []any{"127.0.0.1"},
-		"kmsg":            false,
 	}})
 	waitFor(t, func() bool { return rounds(p) >= 1 })
 	res := sdktest.Collect(t, c, 0)
@@ -248,7 +247,7 @@ func TestProbes(t *testing.T) {
 // TestProbeWithoutSocket: a probe that cannot be made at all gets no
 // series and one counted partial error.
 func TestProbeWithoutSocket(t *testing.T) {
-	p := fixturePlugin(t, &fakeStatfs{})
+	p := fixturePlugin(t)
 	var failures int
 	pr := newProber(time.Minute, time.Second, func() ([]probeTarget, error) {
 		return []probeTarget{{probeICMP, "10.0.0.1", func(context.Context) error {
@@ -270,9 +269,9 @@ func TestProbeWithoutSocket(t *testing.T) {
 func TestProbeStopCancels(t *testing.T) {
 	hang := rpcServer(t, func(uint32, []byte) []byte { return nil })
 	h, port, _ := net.SplitHostPort(hang)
-	p := fixturePlugin(t, &fakeStatfs{})
+	p := fixturePlugin(t)
 	proc := probeProcfs(t, [3]string{h, port, "3"})
-	if err := sdktest.Configure(t, p, map[string]any{"nfs_probe": true, "probe_timeout": "30s", "kmsg": false}, sdk.Paths{Procfs: proc}); err != nil {
+	if err := sdktest.Configure(t, p, map[string]any{"nfs_probe": true, "probe_timeout": "30s"}, sdk.Paths{Procfs: proc}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond) // the call is sent and waiting
@@ -288,8 +287,8 @@ func TestProbeStopCancels(t *testing.T) {
 // TestNoProbesByDefault: without a configured probe no prober runs and no
 // probe series exist.
 func TestNoProbesByDefault(t *testing.T) {
-	p := fixturePlugin(t, &fakeStatfs{})
-	res := sdktest.Run(t, p, fixtureOptions(t, "vm", nil))
+	p := fixturePlugin(t)
+	res := sdktest.Run(t, p, sdktest.Options{Procfs: probeProcfs(t, [3]string{"10.0.5.20", "2049", "4.2"}), Sysfs: t.TempDir()})
 	if p.prober != nil {
 		t.Error("a prober runs without a configured probe")
 	}
