@@ -95,6 +95,7 @@ var dataFamilies = map[string][]string{
 	"nfs":         {"nfs_rpc_count_total"},
 	"nixl":        {"agent_tx_bytes_total", "agent_rx_bytes_total"},
 	"nvme":        {"nvme_temperature_celsius"},
+	"probe":       {"probe_success"},
 	"rdma":        {"rdma_port_rcv_data_total"},
 	"so":          {"loadavg_load1", "loadavg_tasks"},
 	"textfile":    {"slurm_job_info", "backup_last_success_timestamp_seconds"},

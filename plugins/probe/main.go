@@ -1,3 +1,5 @@
+//go:build !demo
+
 // Command plexporter-probe is the plexporter plugin for active health probes
 // from the node: an ICMP echo to configured hosts, an NFS NULL RPC to every
 // NFS server of the node's mount table (<procfs>/self/mountinfo) and an

@@ -116,6 +116,14 @@ plugins:
     config:
       # Every driver statistic of the captured NICs, beside the rdma_* families.
       driver_stats: true
+  # The probe plugin's demo build answers these from a table
+  # (plugins/probe/main_demo.go): the demo node has no network to probe.
+  probe:
+    config:
+      icmp_targets: [10.0.5.20]
+      https_endpoints: ["https://object.example/", "https://object.example/bkt"]
+      probe_interval: 10s
+      probe_timeout: 2s
   # The shipped config's opt-ins to the privileged plugins' capabilities
   # (deploy/etc/plexporter.yml); without them the sandbox refuses the three.
   ebpf:
