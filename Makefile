@@ -156,10 +156,12 @@ unit:
 	@# as "context deadline exceeded" and fail (golang/go#75804, fixed in 1.27)
 	CGO_ENABLED=1 $(GO) test -count=1 -race -short ./plugins/nixl/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 50000x ./plugins/nixl/
-	@# guest's kmsg tailer, prober and statfs runner run beside the scrapes:
+	@# guest's kmsg tailer and statfs runner run beside the scrapes:
 	@# the race detector, then a short fuzz run of the tailer's record split
 	CGO_ENABLED=1 $(GO) test -count=1 -race -short ./plugins/guest/
 	$(GO) test -run '^$$' -fuzz '^FuzzTailerSplit$$' -fuzztime 100000x ./plugins/guest/
+	@# probe's prober runs beside the scrapes: the race detector
+	CGO_ENABLED=1 $(GO) test -count=1 -race -short ./plugins/probe/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \

@@ -25,7 +25,7 @@ cd "$(dirname "$0")/../.."
 : "${OUT:=bin/stress}"
 : "${RUN:=}"
 : "${PACKAGES:=./host/ ./host/internal/supervise/ ./host/internal/scrape/ ./host/internal/launch/ \
-./plugins/ebpf/ ./plugins/guest/ ./plugins/nvme/ ./plugins/nfs/ ./plugins/nixl/ ./plugins/attribution/ \
+./plugins/ebpf/ ./plugins/guest/ ./plugins/probe/ ./plugins/nvme/ ./plugins/nfs/ ./plugins/nixl/ ./plugins/attribution/ \
 ./plugins/so/ ./plugins/ethtool/ ./plugins/rdma/ ./plugins/ionic/ \
 ./deploy/prometheus/ ./deploy/grafana/ ./examples/python/}"
 
