@@ -72,6 +72,29 @@ func cgoPlugins(t testing.TB) map[string]bool {
 	return out
 }
 
+// renamedPlugins are deploy/renamed-plugins: a shipped plugin's name →
+// its former names, whose packages its package replaces.
+func renamedPlugins(t testing.TB) map[string][]string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "renamed-plugins"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 {
+			t.Fatalf("deploy/renamed-plugins: %q is not \"<name> <former name>\"", line)
+		}
+		out[f[0]] = append(out[f[0]], f[1])
+	}
+	return out
+}
+
 // staticPlugins are the shipped plugins that are not cgo plugins: the
 // ones in the container image.
 func staticPlugins(t testing.TB) []string {

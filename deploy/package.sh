@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # deploy/package.sh — build the .deb packages: `plexporter` (the host) and
-# one `plexporter-plugin-<name>` per directory under plugins/, each with a
+# one `plexporter-plugin-<name>` per directory under plugins/ (a renamed one
+# replacing its former package, deploy/renamed-plugins), each with a
 # CycloneDX SBOM inside (/usr/share/doc/<package>/sbom.cdx.json) and beside
 # it (<package>_<version>_<arch>.cdx.json), plus SHA256SUMS.
 #
@@ -115,6 +116,21 @@ for p in "${plugins[@]}"; do
 		# writers' group safely).
 		config=$PKG_BUILD/plugin-$p.yaml
 		cat deploy/nfpm/plugin.yaml deploy/nfpm/textfile-dir.yaml >"$config"
+	fi
+	formers=$(sed -e 's/#.*//' deploy/renamed-plugins | awk -v p="$p" '$1 == p { print $2 }')
+	if [ -n "$formers" ]; then
+		# A renamed plugin (deploy/renamed-plugins): installing it removes
+		# the package of its former name, and what depended on that name
+		# is satisfied by it.
+		renamed=$PKG_BUILD/plugin-$p-renamed.yaml
+		cp "$config" "$renamed"
+		for field in conflicts replaces provides; do
+			echo "$field:"
+			for f in $formers; do
+				echo "  - plexporter-plugin-$f"
+			done
+		done >>"$renamed"
+		config=$renamed
 	fi
 	PLUGIN=$p PLUGIN_DESCRIPTION=$(sed -n 's/^description: *//p' "$manifest") \
 		deb "plexporter-plugin-$p" "$config"

@@ -190,12 +190,18 @@ func TestPluginPackages(t *testing.T) {
 	version, _ := field(b.Debs["plexporter"], "Version")
 	names := []string{"plexporter"}
 	cgo := cgoPlugins(t)
+	renamed := renamedPlugins(t)
 	for _, p := range shipped(t) {
 		pkg := "plexporter-plugin-" + p
 		depends := "plexporter (>= " + version + ")"
 		if cgo[p] {
 			depends = "libc6, " + depends // nfpm writes them sorted
 		}
+		var formers []string
+		for _, f := range renamed[p] {
+			formers = append(formers, "plexporter-plugin-"+f)
+		}
+		former := strings.Join(formers, ", ") // empty: no such field
 		names = append(names, pkg)
 		deb, ok := b.Debs[pkg]
 		if !ok {
@@ -206,6 +212,9 @@ func TestPluginPackages(t *testing.T) {
 			"Architecture": runtime.GOARCH,
 			"Version":      version,
 			"Depends":      depends,
+			"Conflicts":    former,
+			"Replaces":     former,
+			"Provides":     former,
 		} {
 			if got, err := field(deb, name); err != nil || got != want {
 				t.Errorf("%s: %s is %q (%v), want %q", pkg, name, got, err, want)

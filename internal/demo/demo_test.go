@@ -91,7 +91,7 @@ var dataFamilies = map[string][]string{
 	"ebpf":        {"ebpf_watched_addresses", "ebpf_tcp_destinations"},
 	"ethtool":     {"rdma_roce_pfc_pause_frames_total", "ethtool_driver_stat_total"},
 	"guest":       {"cpus_online", "disk_read_bytes_total"},
-	"ionic":       {"ernic_commands_total", "ernic_ip_bytes_total"},
+	"ernic":       {"ernic_commands_total", "ernic_ip_bytes_total"},
 	"nfs":         {"nfs_rpc_count_total"},
 	"nixl":        {"agent_tx_bytes_total", "agent_rx_bytes_total"},
 	"nvme":        {"nvme_temperature_celsius"},

@@ -26,7 +26,7 @@ cd "$(dirname "$0")/../.."
 : "${RUN:=}"
 : "${PACKAGES:=./host/ ./host/internal/supervise/ ./host/internal/scrape/ ./host/internal/launch/ \
 ./plugins/ebpf/ ./plugins/guest/ ./plugins/probe/ ./plugins/nvme/ ./plugins/nfs/ ./plugins/nixl/ ./plugins/attribution/ \
-./plugins/so/ ./plugins/ethtool/ ./plugins/rdma/ ./plugins/ionic/ \
+./plugins/so/ ./plugins/ethtool/ ./plugins/rdma/ ./plugins/ernic/ \
 ./deploy/prometheus/ ./deploy/grafana/ ./examples/python/}"
 
 if ! command -v stress-ng >/dev/null; then

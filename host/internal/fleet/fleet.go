@@ -281,17 +281,34 @@ func (f *Fleet) scan() (desired, error) {
 		d.want[p.Name] = wanted{p, settings}
 	}
 	for name, pc := range cfg.Plugins {
+		_, installed := d.want[name]
+		installed = installed || d.disabled[name].Name != "" || d.refused[name].Plugin.Name != ""
+		if to, ok := RenamedPlugins[name]; ok && !installed {
+			// Said even for a section holding only an opt-in: the section
+			// is ignored, and it was meant for the plugin now named to.
+			f.log.Warn(fmt.Sprintf("config file configures plugin %s, which was renamed %s: rename the section plugins.%s to plugins.%s in %s; plugins.%s is ignored", name, to, name, to, f.opts.ConfigFile, name),
+				"plugin", name, "renamed_to", to)
+			continue
+		}
 		if pc.OnlyOptIn() {
 			// Consent for a plugin that may not be installed on every node
 			// (the shipped config opts in for the shipped privileged
 			// plugins): nothing to warn about.
 			continue
 		}
-		if _, found := d.want[name]; !found && d.disabled[name].Name == "" && d.refused[name].Plugin.Name == "" {
+		if !installed {
 			f.log.Warn("config file configures a plugin that is not installed", "plugin", name, "dirs", f.opts.Dirs)
 		}
 	}
 	return d, nil
+}
+
+// RenamedPlugins maps a shipped plugin's former name to its name now. A
+// config section under the former name of a plugin not installed under it
+// is warned about with the new name on every scan (README.md, Upgrading):
+// it configures nothing, and its settings were meant for the renamed plugin.
+var RenamedPlugins = map[string]string{
+	"ionic": "ernic", // it reads rocm-ernic; ionic is the AMD NIC driver the ethtool and rdma plugins read
 }
 
 // instances describes the supervised plugins for plan. f.mu is held.

@@ -221,3 +221,35 @@ func TestCapabilityOptInRefusesUnderTheSandbox(t *testing.T) {
 		t.Errorf("want the not-installed warning for gone only:\n%s", logs)
 	}
 }
+
+// A section under a plugin's former name (RenamedPlugins) is never
+// silently ignored: the warning names the section to write instead, also
+// for a section holding only an opt-in. A plugin still installed under the
+// former name (an operator's own copy) is configured by it as before.
+func TestSectionOfARenamedPluginNamesTheNewSection(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "plexporter-ernic"), []byte("#!/bin/sh\n"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "plexporter-ernic.yaml"), []byte("user: no-such-user-for-this-test\n"), 0o644))
+	cfg := filepath.Join(t.TempDir(), "plexporter.yml")
+	for _, section := range []string{
+		"ionic: {config: {run_dir: /run/rocm-ernic}}",
+		"ionic: {enabled: false}",
+		"ionic: {allow_capabilities: [CAP_BPF]}",
+	} {
+		must(t, os.WriteFile(cfg, []byte("plugins:\n  "+section+"\n"), 0o644))
+		_, logs := reconcileRefusals(t, Options{Dirs: []string{dir}, ConfigFile: cfg, Sandbox: true, InsecurePermissions: true})
+		want := "rename the section plugins.ionic to plugins.ernic in " + cfg
+		if !strings.Contains(logs, want) || !strings.Contains(logs, "renamed_to=ernic") {
+			t.Errorf("%s: want a warning saying %q, logs:\n%s", section, want, logs)
+		}
+	}
+
+	// The former name installed: its section is its own, no rename warning.
+	must(t, os.WriteFile(filepath.Join(dir, "plexporter-ionic"), []byte("#!/bin/sh\n"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "plexporter-ionic.yaml"), []byte("user: no-such-user-for-this-test\n"), 0o644))
+	must(t, os.WriteFile(cfg, []byte("plugins:\n  ionic: {timeout: 3s}\n"), 0o644))
+	refused, logs := reconcileRefusals(t, Options{Dirs: []string{dir}, ConfigFile: cfg, Sandbox: true, InsecurePermissions: true})
+	if strings.Contains(logs, "renamed") || refused["ionic"] == "" {
+		t.Errorf("an installed ionic: want no rename warning and ionic refused for its user; refused %v, logs:\n%s", refused, logs)
+	}
+}

@@ -12,7 +12,7 @@ import (
 
 // Which plugins get a network namespace of their own: none whose grant
 // names anything, nor one reading procfs net directories (nfs's
-// {procfs}/self/net, ionic's whole {procfs}), whose contents depend on the
+// {procfs}/self/net, ernic's whole {procfs}), whose contents depend on the
 // reader's namespace.
 func TestOwnNetNamespace(t *testing.T) {
 	cases := []struct {
@@ -28,7 +28,7 @@ func TestOwnNetNamespace(t *testing.T) {
 		{"inet", manifest.Network{Inet: &manifest.Inet{}}, "/proc", nil, false},
 		{"nfs: self/net", manifest.Network{}, "/proc", []string{"/proc/self/mountstats", "/proc/self/net"}, false},
 		{"container root: 1/net", manifest.Network{}, "/host/proc", []string{"/host/proc/1/net/rpc/nfs"}, false},
-		{"ionic: all of procfs", manifest.Network{}, "/host/proc", []string{"/host/proc"}, false},
+		{"ernic: all of procfs", manifest.Network{}, "/host/proc", []string{"/host/proc"}, false},
 		{"/proc/net", manifest.Network{}, "/host/proc", []string{"/proc/net/dev"}, false},
 		{"a pid directory", manifest.Network{}, "/proc", []string{"/proc/self"}, false},
 		{"ebpf: mountinfo", manifest.Network{}, "/host/proc", []string{"/proc/self/mountinfo", "/host/proc/self/mounts"}, true},

@@ -3,7 +3,7 @@
 // controllers of the rdma, ethtool and nvme fixtures, a procfs with
 // the NFS mounts and socket tables of the nfs fixtures and the guest's
 // CPU, pressure, memory and disk files, and beside them what the other
-// plugins read on a node: rocm-ernic's run directory (ionic), NIXL agents'
+// plugins read on a node: rocm-ernic's run directory (ernic), NIXL agents'
 // telemetry rings (nixl), a Slurm job-mapping directory (attribution) and
 // the load averages the example C collector reads (so), and a textfile
 // directory (textfile). `make demo` serves
@@ -37,7 +37,7 @@ var SysfsArchives = []string{
 // merged into the tree's (proc/ into proc/, sys/ into sys/, run/ into
 // run/): the guest's stat, pressure, meminfo, diskstats and whole disks
 // (sys/block); rocm-ernic's run directory with three servers' statistics
-// and their processes (ionic); the Slurm job-mapping directory and
+// and their processes (ernic); the Slurm job-mapping directory and
 // proc/loadavg (attribution, so: the demo's own, testdata/node.ttar); the
 // second port of mlx5_0's ConnectX-6 Dx (mlx5_3 at 0000:17:00.1, netdev
 // ens1f1np1) with 802.3x global pause on and PFC off, whose driver
@@ -46,7 +46,7 @@ var SysfsArchives = []string{
 // port per card).
 var NodeArchives = []string{
 	"plugins/guest/testdata/demo.ttar",
-	"plugins/ionic/testdata/ernic-run.ttar",
+	"plugins/ernic/testdata/ernic-run.ttar",
 	"internal/demo/demotree/testdata/node.ttar",
 	"internal/demo/demotree/testdata/global-pause-port.ttar",
 }
@@ -54,7 +54,7 @@ var NodeArchives = []string{
 // Directories of the tree, relative to its root, that the demo's config
 // points plugins at.
 const (
-	ErnicRunDir   = "run/rocm-ernic"                 // ionic's run_dir
+	ErnicRunDir   = "run/rocm-ernic"                 // ernic's run_dir
 	NIXLDir       = "run/nixl/telemetry"             // nixl's telemetry_dirs
 	JobMappingDir = "var/lib/plexporter/job-mapping" // attribution's job_mapping_dir
 	LoadavgFile   = "proc/loadavg"                   // the example C collector's path
@@ -149,9 +149,9 @@ plugins:
           - "{sysfs}/class/nvme"
           - "{sysfs}/devices"
           - "@ROOT@/var/lib/plexporter/job-mapping"
-  # ionic and nixl are granted the node's directories instead of the
+  # ernic and nixl are granted the node's directories instead of the
   # shipped ones (the host warns that their hints ask for those).
-  ionic:
+  ernic:
     config:
       run_dir: "@ROOT@/run/rocm-ernic"
     manifest:

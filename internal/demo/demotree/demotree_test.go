@@ -19,7 +19,7 @@ func TestBuildMergesEveryPluginsFixture(t *testing.T) {
 		"sys/class/nvme/nvme0/serial",                                                // nvme
 		"proc/self/mountstats",                                                       // nfs
 		"proc/self/net/tcp",
-		ErnicRunDir + "/instances.json", // ionic
+		ErnicRunDir + "/instances.json", // ernic
 		ErnicRunDir + "/1.stats",
 		JobMappingDir + "/mlx5_0", // attribution
 		LoadavgFile,               // so

@@ -20,7 +20,7 @@ const (
 )
 
 // config is the plugin's section of the host configuration
-// (plugins.ionic.config); the json tags are its keys.
+// (plugins.ernic.config); the json tags are its keys.
 type config struct {
 	// RunDir is the rocm-ernic run directory as the plugin sees it. Empty:
 	// ERNIC_RUN_DIR from the process environment, else from EnvFile, else

@@ -1,4 +1,4 @@
-// Command plexporter-ionic is the plexporter plugin for AMD's rocm-ernic
+// Command plexporter-ernic is the plexporter plugin for AMD's rocm-ernic
 // software RDMA NIC: a drop-in for rocm-ernic's ernic-exporter that reads
 // the server's run directory (instances.json and the <id>.stats files the
 // servers rewrite about once a second) and checks each server's liveness

@@ -35,7 +35,7 @@ func newPlugin() *plugin {
 
 func (p *plugin) Info() sdk.Info {
 	return sdk.Info{
-		Name:    "ionic",
+		Name:    "ernic",
 		Version: sdk.BuildVersion(),
 		Metrics: catalogue,
 		Sandbox: sdk.SandboxHints{ReadOnlyPaths: []string{defaultRunDir, defaultEnv, "/proc"}},

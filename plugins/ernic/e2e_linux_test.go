@@ -30,12 +30,12 @@ func startNode(t *testing.T, manifest string, stats map[string][]byte) *node {
 	if testing.Short() {
 		t.Skip("builds the host and the plugin")
 	}
-	dir := hosttest.TrustedDir(t, "plexporter-ionic", "plugins", filepath.Join("node", "run", "rocm-ernic"))
+	dir := hosttest.TrustedDir(t, "plexporter-ernic", "plugins", filepath.Join("node", "run", "rocm-ernic"))
 	pluginDir, runDir := filepath.Join(dir, "plugins"), filepath.Join(dir, "node", "run", "rocm-ernic")
 	hosttest.Build(t,
 		hosttest.Binary{Pkg: "../../host", Out: filepath.Join(dir, "plexporter")},
-		hosttest.Binary{Pkg: ".", Out: filepath.Join(pluginDir, "plexporter-ionic")})
-	hosttest.InstallManifest(t, pluginDir, "plexporter-ionic.yaml", "")
+		hosttest.Binary{Pkg: ".", Out: filepath.Join(pluginDir, "plexporter-ernic")})
+	hosttest.InstallManifest(t, pluginDir, "plexporter-ernic.yaml", "")
 	hosttest.WriteFile(t, filepath.Join(runDir, manifestFile), []byte(manifest))
 	for id, data := range stats {
 		hosttest.WriteFile(t, filepath.Join(runDir, id+".stats"), data)
@@ -43,7 +43,7 @@ func startNode(t *testing.T, manifest string, stats map[string][]byte) *node {
 	n := &node{runDir: runDir, host: hosttest.Start(t, hosttest.Options{
 		Binary:               filepath.Join(dir, "plexporter"),
 		PluginDir:            pluginDir,
-		Config:               "plugins:\n  ionic: {}\n",
+		Config:               "plugins:\n  ernic: {}\n",
 		Args:                 []string{"--path.rootfs=" + filepath.Join(dir, "node")},
 		Env:                  []string{"ERNIC_RUN_DIR="}, // the test's environment must not move the run directory
 		UnconfinedUnlessRoot: true,
@@ -52,7 +52,7 @@ func startNode(t *testing.T, manifest string, stats map[string][]byte) *node {
 	var body string
 	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(body, "ernic_instances "); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no ionic series after 60 s; last scrape:\n%s", body)
+			t.Fatalf("no ernic series after 60 s; last scrape:\n%s", body)
 		}
 		body = n.host.Metrics()
 	}
@@ -100,7 +100,7 @@ func TestSandboxedLiveness(t *testing.T) {
 		}
 	}
 	for key, want := range map[string]float64{
-		`plexporter_plugin_sandboxed{plugin="ionic"}`:                            1,
+		`plexporter_plugin_sandboxed{plugin="ernic"}`:                            1,
 		`ernic_instance_up{ernic_id="1",mac="02:00:00:00:00:01",role="manager"}`: 1,
 		`ernic_instance_up{ernic_id="2",mac="02:00:00:00:00:02",role="worker"}`:  0,
 		`ernic_stats_writes_total{ernic_id="1",role="manager"}`:                  10,

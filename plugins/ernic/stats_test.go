@@ -211,7 +211,7 @@ func TestCompleteness(t *testing.T) {
 // FuzzParseStats: the parser never panics, is deterministic, and every
 // value it yields is a finite, non-negative counter. Seeded with the
 // fixture files and the quirks above; run it for longer with
-// go test -run '^$' -fuzz FuzzParseStats -fuzztime 30s ./plugins/ionic.
+// go test -run '^$' -fuzz FuzzParseStats -fuzztime 30s ./plugins/ernic.
 func FuzzParseStats(f *testing.F) {
 	for _, data := range fixtureStats(f) {
 		f.Add(data)
