@@ -57,6 +57,15 @@ type config struct {
 	// KmsgPath is the kernel log device.
 	KmsgPath string `json:"kmsg_path"`
 
+	// The active probes' keys, which moved to plugins.probe.config with
+	// the probes: accepted, unused, so that a section written before the
+	// move still starts guest; Configure warns about each (movedKeys).
+	ProbeInterval  json.RawMessage `json:"probe_interval"`
+	ProbeTimeout   json.RawMessage `json:"probe_timeout"`
+	ICMPTargets    json.RawMessage `json:"icmp_targets"`
+	NFSProbe       json.RawMessage `json:"nfs_probe"`
+	HTTPSEndpoints json.RawMessage `json:"https_endpoints"`
+
 	// Compiled by validate; not keys.
 	diskRE, excludeRE *regexp.Regexp
 }
@@ -112,20 +121,21 @@ func (c *config) validate() error {
 // from plugins.guest.config to plugins.probe.config.
 var movedToProbe = []string{"probe_interval", "probe_timeout", "icmp_targets", "nfs_probe", "https_endpoints"}
 
-// movedKeys refuses a section that still sets a probe key, naming where it
-// went: the guest plugin no longer probes, and an operator's probes must
-// not stop without a word after an upgrade.
-func movedKeys(cfg sdk.Config) error {
+// movedKeys warns, once per Configure, about each probe key a section
+// still sets, naming where it went. Not a refusal: guest's own families
+// (steal, pressure, memory, disks, filesystems, soft lockups) must not stop
+// on an upgrade because of keys it no longer uses; the warning reaches the
+// host's log at every start, so the probes do not stop without a word.
+func movedKeys(cfg sdk.Config) {
 	var keys map[string]json.RawMessage
 	if err := cfg.Decode(&keys); err != nil {
-		return nil // not a mapping: Decode into config says so under its key
+		return // not a mapping: Decode into config says so under its key
 	}
 	for _, k := range movedToProbe {
 		if _, ok := keys[k]; ok {
-			return fmt.Errorf("%s: the active probes moved to the probe plugin: set %s under plugins.probe.config (install plexporter-plugin-probe) and remove it from plugins.guest.config; guest no longer probes (plugins/probe/README.md, Upgrading from guest's probes)", k, k)
+			cfg.Warn("%s: ignored: the active probes moved to the probe plugin; set %s under plugins.probe.config (install plexporter-plugin-probe) and remove it from plugins.guest.config (plugins/probe/README.md, Upgrading from guest's probes)", k, k)
 		}
 	}
-	return nil
 }
 
 // kmsgEnabled tells whether the soft-lockup tailer should run (kmsg unset

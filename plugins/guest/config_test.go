@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,14 +90,30 @@ func TestConfigureRejects(t *testing.T) {
 		{Raw: map[string]any{"statfs_timeout": true}, Key: "statfs_timeout", Detail: "neither a duration string"},
 		{Raw: map[string]any{"kmsg_path": ""}, Key: "kmsg_path", Detail: "must not be empty"},
 		{Raw: map[string]any{"kmsg": "yes"}, Key: "kmsg", Detail: ": got "},
-		// The probe keys moved with the probes: refused, naming the new
-		// place, whatever their value (an upgrade must not stop an
-		// operator's probes without a word).
-		{Raw: map[string]any{"probe_interval": "5m"}, Key: "probe_interval", Detail: "under plugins.probe.config"},
-		{Raw: map[string]any{"probe_timeout": "10s"}, Key: "probe_timeout", Detail: "under plugins.probe.config"},
-		{Raw: map[string]any{"icmp_targets": []any{"10.0.0.1"}}, Key: "icmp_targets", Detail: "under plugins.probe.config"},
-		{Raw: map[string]any{"nfs_probe": false}, Key: "nfs_probe", Detail: "under plugins.probe.config"},
-		{Raw: map[string]any{"https_endpoints": []any{}, "kmsg": true}, Key: "https_endpoints", Detail: "under plugins.probe.config"},
 		{Raw: map[string]any{"unknown_key": 1}, Key: "unknown_key", Detail: "unknown key"},
 	})
+}
+
+// TestProbeKeysWarn: the probe keys moved with the probes to the probe
+// plugin. A section that still sets one starts guest (its own families go
+// on) with a warning per key that names the new place, whatever the value.
+func TestProbeKeysWarn(t *testing.T) {
+	raw := map[string]any{
+		"probe_interval": "5m", "probe_timeout": "10s", "icmp_targets": []any{"10.0.0.1"},
+		"nfs_probe": false, "https_endpoints": []any{}, "kmsg": false,
+	}
+	res := sdktest.Run(t, newPlugin(), sdktest.Options{Config: raw, AllowUndeclared: true})
+	if len(res.Warnings) != len(movedToProbe) {
+		t.Fatalf("%d warnings for %d moved keys: %q", len(res.Warnings), len(movedToProbe), res.Warnings)
+	}
+	for i, k := range movedToProbe {
+		if w := res.Warnings[i]; !strings.HasPrefix(w, k+": ignored") || !strings.Contains(w, "set "+k+" under plugins.probe.config") {
+			t.Errorf("warning for %s: %q", k, w)
+		}
+	}
+	// A section without them: no warning.
+	res = sdktest.Run(t, newPlugin(), sdktest.Options{Config: map[string]any{"kmsg": false}, AllowUndeclared: true})
+	if len(res.Warnings) != 0 {
+		t.Errorf("warnings without probe keys: %q", res.Warnings)
+	}
 }

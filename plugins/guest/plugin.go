@@ -96,9 +96,7 @@ func (p *plugin) Info() sdk.Info {
 // second Configure keeps a running tailer on the same device, so that
 // kernel_soft_lockups_total does not go back to 0.
 func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
-	if err := movedKeys(cfg); err != nil {
-		return err
-	}
+	movedKeys(cfg)
 	c := defaultConfig()
 	if err := cfg.Decode(&c); err != nil {
 		return err
