@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	// One go build for every binary the tests run, so they compile and
 	// link in parallel; it names each after its package directory, then
 	// each is moved to the name the tests use.
-	builds := map[string]string{".": "plexporter", "../internal/testplugins/chaos": "chaos", "../internal/testplugins/probe": "probe", "../internal/testplugins/native": "native"}
+	builds := map[string]string{".": "plexporter", "../internal/testkit/testplugins/chaos": "chaos", "../internal/testkit/testplugins/probe": "probe", "../internal/testkit/testplugins/native": "native"}
 	shipped, _ := filepath.Glob("../plugins/*/main.go")
 	for _, m := range shipped {
 		name := filepath.Base(filepath.Dir(m))

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 )

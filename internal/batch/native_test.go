@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 

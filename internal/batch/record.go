@@ -16,7 +16,7 @@ import (
 //
 // It takes the send function rather than the Writer so this package stays
 // below the SDK: the format does not depend on its producer.
-// internal/batch/batchtest.Record wraps it for a one-line test fixture.
+// internal/testkit/batchtest.Record wraps it for a one-line test fixture.
 type Recorder struct {
 	Batches []*pluginv1.Batch
 	Errors  []*pluginv1.CollectError

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
 	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	"github.com/plexporter/plexporter/sdk"
 )
 

@@ -4,9 +4,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
-	"github.com/plexporter/plexporter/internal/bench/workload"
+	"github.com/plexporter/plexporter/internal/dev/bench/workload"
 	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 )
 
 // BenchmarkMergeWorkload merges the performance harness's 100k-series

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
 	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	"github.com/plexporter/plexporter/sdk"
 )
 

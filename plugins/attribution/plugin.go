@@ -12,7 +12,7 @@ import (
 
 	"github.com/mdlayher/netlink"
 
-	"github.com/plexporter/plexporter/internal/rdmanl"
+	"github.com/plexporter/plexporter/plugins/internal/rdmanl"
 	"github.com/plexporter/plexporter/sdk"
 )
 

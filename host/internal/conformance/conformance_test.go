@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 	if err := os.Mkdir(runtimeRoot, 0o755); err != nil {
 		panic(err)
 	}
-	if err := buildPlugins(binDir, nil, append([]string{"internal/testplugins/misfit"}, shipped...)...); err != nil {
+	if err := buildPlugins(binDir, nil, append([]string{"internal/testkit/testplugins/misfit"}, shipped...)...); err != nil {
 		panic(err)
 	}
 	// The misfit is installed under many names, per test; not beside the

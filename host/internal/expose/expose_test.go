@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/common/model"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
 	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	"github.com/plexporter/plexporter/sdk"
 )
 

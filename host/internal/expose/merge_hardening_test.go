@@ -20,8 +20,8 @@ import (
 
 	"github.com/plexporter/plexporter/host/internal/expose"
 	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
 	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/sdktest"

@@ -11,8 +11,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
 	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 )
 
 func nativeCases() []*merge.Family {

@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
-	"github.com/plexporter/plexporter/internal/bench/workload"
+	"github.com/plexporter/plexporter/internal/dev/bench/workload"
 	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 

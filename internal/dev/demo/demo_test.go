@@ -11,13 +11,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/plexporter/plexporter/internal/demo/demotest"
+	"github.com/plexporter/plexporter/internal/dev/demo/demotest"
 )
 
 // make demo serves every shipped plugin's series, read from the fixtures,
 // without an error; as root each plugin is in its sandbox.
 func TestDemoServesEveryPlugin(t *testing.T) {
-	h := demotest.Start(t, "../..")
+	h := demotest.Start(t, "../../..")
 	h.Get(t, "/metrics") // a first scrape, so counters exist
 	body := h.Get(t, "/metrics")
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -115,11 +115,11 @@ func anyNonZero(mfs map[string]*dto.MetricFamily, families []string) bool {
 	return false
 }
 
-// go run ./internal/demo lays the node out and writes the host's flags.
+// go run ./internal/dev/demo lays the node out and writes the host's flags.
 func TestRunWritesTreeConfigAndFlags(t *testing.T) {
 	dir := t.TempDir()
 	for range 2 { // a second run replaces the node
-		if err := run(dir, "../..", ""); err != nil {
+		if err := run(dir, "../../..", ""); err != nil {
 			t.Fatal(err)
 		}
 	}

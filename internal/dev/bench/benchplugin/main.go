@@ -14,7 +14,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/plexporter/plexporter/internal/bench/workload"
+	"github.com/plexporter/plexporter/internal/dev/bench/workload"
 	"github.com/plexporter/plexporter/sdk"
 )
 

@@ -2,7 +2,7 @@
 // built from every shipped plugin's fixtures (package demotree) and the
 // demo's config file. It prints the host flags that point at them.
 //
-//	go run ./internal/demo -dir bin/demo
+//	go run ./internal/dev/demo -dir bin/demo
 //	plexporter --plugin.dir=... $(cat bin/demo/flags)
 package main
 
@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/plexporter/plexporter/internal/demo/demotree"
+	"github.com/plexporter/plexporter/internal/dev/demo/demotree"
 )
 
 func main() {

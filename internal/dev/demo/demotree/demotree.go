@@ -47,8 +47,8 @@ var SysfsArchives = []string{
 var NodeArchives = []string{
 	"plugins/guest/testdata/demo.ttar",
 	"plugins/ionic/testdata/ernic-run.ttar",
-	"internal/demo/demotree/testdata/node.ttar",
-	"internal/demo/demotree/testdata/global-pause-port.ttar",
+	"internal/dev/demo/demotree/testdata/node.ttar",
+	"internal/dev/demo/demotree/testdata/global-pause-port.ttar",
 }
 
 // Directories of the tree, relative to its root, that the demo's config
@@ -106,7 +106,7 @@ func (t Tree) Config(library string) string {
 `, t.Textfile, t.Textfile)
 }
 
-const config = `# make demo: every shipped plugin over the fixtures of internal/demo/demotree.
+const config = `# make demo: every shipped plugin over the fixtures of internal/dev/demo/demotree.
 plugins:
   rdma:
     config:

@@ -1,7 +1,7 @@
 // Command bench measures plexporter side by side with the exporters it
 // replaces and writes docs/performance.md. Run it with `make bench` (which
 // builds the host, the shipped plugins, the chaos plugin and the harness's
-// bench plugin first) or `go run ./internal/bench` after them.
+// bench plugin first) or `go run ./internal/dev/bench` after them.
 //
 // Scenarios (issue 6):
 //

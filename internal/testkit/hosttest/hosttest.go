@@ -25,7 +25,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/testkit/syncbuf"
 )
 
 // Binary is one program of this module to compile.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/demo/demotree"
-	"github.com/plexporter/plexporter/internal/hosttest"
+	"github.com/plexporter/plexporter/internal/dev/demo/demotree"
+	"github.com/plexporter/plexporter/internal/testkit/hosttest"
 )
 
 // Host is a running demo host.

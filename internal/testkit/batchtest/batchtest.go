@@ -1,7 +1,7 @@
 // Package batchtest builds batches with the SDK writer for tests and
 // benchmarks: Record for hand-written fixtures, Mix for a synthetic
 // node-shaped workload. (The performance harness's workload is
-// internal/bench/workload.)
+// internal/dev/bench/workload.)
 package batchtest
 
 import (

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/plexporter/plexporter/internal/bench/workload"
+	"github.com/plexporter/plexporter/internal/dev/bench/workload"
 )
 
 const sharedPlugins = 6
@@ -38,7 +38,7 @@ func (h *harness) benchHost(name string, n, plugins int, args ...string) (*expor
 func (h *harness) scenarioExposition() error {
 	sec := &section{id: "1", title: "Exposition cost: client_golang in process (A) vs host + 1 plugin (B) vs host + 6 plugins (C)"}
 	defer h.report.add(sec)
-	sec.text = append(sec.text, fmt.Sprintf("Workload (`internal/bench/workload`): per size *n*, 60%% counters with 3 labels, "+
+	sec.text = append(sec.text, fmt.Sprintf("Workload (`internal/dev/bench/workload`): per size *n*, 60%% counters with 3 labels, "+
 		"27%% gauges with 2 labels, 13%% of the series in *n*/100 10-bucket histograms with 2 labels, over %d families "+
 		"(10 per type). (A) holds them in client_golang vectors (plus the Go and process collectors) served by promhttp, "+
 		"in its own process. (B) is `plexporter` with the bench plugin writing all of them; (C) is `plexporter` with %d "+

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/plexporter/plexporter/internal/bench/workload"
+	"github.com/plexporter/plexporter/internal/dev/bench/workload"
 )
 
 // runBaseline is configuration (A): the workload in an in-process

@@ -105,7 +105,7 @@ func (h *harness) microBenchmarks() error {
 		}
 	}
 	h.report.micro = "Medians of `-count 5`, in process, one goroutine; `BenchmarkMerge100k` and `BenchmarkEncode100k` use " +
-		"`internal/batch/batchtest.Mix` (100k samples), `BenchmarkMergeWorkload` and `BenchmarkHostPipeline` the harness workload " +
+		"`internal/testkit/batchtest.Mix` (100k samples), `BenchmarkMergeWorkload` and `BenchmarkHostPipeline` the harness workload " +
 		"(100k series); `BenchmarkHostPipeline` is the host's CPU for one scrape without gRPC, HTTP and process " +
 		"boundaries (decode + merge + encode [+ gzip]). Run them yourself with " +
 		"`go test ./sdk ./internal/merge ./host/internal/expose -run '^$' -bench . -count 6 | benchstat -`.\n\n" +
@@ -333,7 +333,7 @@ var areas = []struct{ prefix, area string }{
 	{"github.com/plexporter/plexporter/host/internal/expose", "expose (text writer)"},
 	{"github.com/plexporter/plexporter/internal/batch", "batch format (check, view, client_model)"},
 	{"github.com/plexporter/plexporter/sdk", "sdk Writer"},
-	{"github.com/plexporter/plexporter/internal/bench", "bench plugin"},
+	{"github.com/plexporter/plexporter/internal/dev/bench", "bench plugin"},
 	{"github.com/plexporter/plexporter/plugins/", "plugin code"},
 	{"github.com/plexporter/plexporter/host", "host (other)"},
 	{"github.com/prometheus", "client_golang/expfmt"},
@@ -400,7 +400,7 @@ var (
 	rdmaStages = []stage{
 		{"sysfs pass (all devices)", "github.com/plexporter/plexporter/plugins/rdma.(*sysfsReader).devices.func1"},
 		{"counter files (readCounters)", "github.com/plexporter/plexporter/plugins/rdma.(*sysfsReader).readCounters"},
-		{"one attribute read (sysfs.Buffer.Read: open, read, close into a reused buffer)", "github.com/plexporter/plexporter/internal/sysfs.(*Buffer).Read"},
+		{"one attribute read (sysfs.Buffer.Read: open, read, close into a reused buffer)", "github.com/plexporter/plexporter/plugins/internal/sysfs.(*Buffer).Read"},
 		{"os.Open (openat + fcntl O_NONBLOCK + poller registration)", "os.OpenFile"},
 		{"… of which syscall.SetNonblock (fcntl)", "syscall.SetNonblock"},
 		{"(*os.File).Read (io.ReadFull: 2 reads, the second one for EOF)", "os.(*File).Read"},

@@ -16,7 +16,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/plexporter/plexporter/internal/sysfs"
+	"github.com/plexporter/plexporter/plugins/internal/sysfs"
 )
 
 // Class is the RDMA device class of the sysfs mounted at Sysfs.

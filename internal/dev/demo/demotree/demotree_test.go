@@ -8,7 +8,7 @@ import (
 )
 
 func TestBuildMergesEveryPluginsFixture(t *testing.T) {
-	tree, err := Build("../../..", filepath.Join(t.TempDir(), "demo"))
+	tree, err := Build("../../../..", filepath.Join(t.TempDir(), "demo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestBuildMergesEveryPluginsFixture(t *testing.T) {
 	if tree.Sysfs != filepath.Join(tree.Root, "sys") || tree.Procfs != filepath.Join(tree.Root, "proc") {
 		t.Errorf("roots = %+v", tree)
 	}
-	if _, err := Build("../../..", tree.Root); err == nil || !strings.Contains(err.Error(), "exists already") {
+	if _, err := Build("../../../..", tree.Root); err == nil || !strings.Contains(err.Error(), "exists already") {
 		t.Errorf("a second build into the same directory: %v", err)
 	}
 }

@@ -20,8 +20,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/hosttest"
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/testkit/hosttest"
+	"github.com/plexporter/plexporter/internal/testkit/syncbuf"
 )
 
 // Dashboard is the part of Grafana's dashboard model the checks read.

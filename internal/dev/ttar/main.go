@@ -3,14 +3,14 @@
 // ttar script; see sdk/fixture). To change a fixture, extract it, edit the
 // tree, and create the archive again from the same directory:
 //
-//	go run ./internal/ttar -C /tmp/t -x -f plugins/rdma/testdata/sysfs.ttar
+//	go run ./internal/dev/ttar -C /tmp/t -x -f plugins/rdma/testdata/sysfs.ttar
 //	$EDITOR /tmp/t/sys/class/infiniband/mlx5_0/ports/1/state
-//	go run ./internal/ttar -C /tmp/t -c -f plugins/rdma/testdata/sysfs.ttar sys
+//	go run ./internal/dev/ttar -C /tmp/t -c -f plugins/rdma/testdata/sysfs.ttar sys
 //
 // A tar fixture is converted by unpacking it and creating the archive:
 //
 //	mkdir /tmp/t && tar -C /tmp/t -xf testdata/sysfs.tar
-//	go run ./internal/ttar -C /tmp/t -c -f testdata/sysfs.ttar sys
+//	go run ./internal/dev/ttar -C /tmp/t -c -f testdata/sysfs.ttar sys
 package main
 
 import (
