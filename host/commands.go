@@ -12,7 +12,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/scrape"
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -45,7 +45,7 @@ func listPlugins(fl *fleet.Fleet, filter *metricfilter.Filter, maxLabelLen int, 
 		series, lastErr := "-", st.LastError
 		if sup := sups[st.Name]; sup != nil && st.Up() {
 			c := sup.Collect(context.Background())
-			res := merge.Merge([]merge.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: sup.Settings().MaxSeries, SelectedBy: sup.SelectedBy()}}, merge.Options{Filter: filter, MaxLabelValueLen: maxLabelLen})
+			res := guard.Merge([]guard.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: sup.Settings().MaxSeries, SelectedBy: sup.SelectedBy()}}, guard.Options{Filter: filter, MaxLabelValueLen: maxLabelLen})
 			series = fmt.Sprint(res.Series[st.Name])
 			switch {
 			case c.Err != nil:

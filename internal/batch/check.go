@@ -95,7 +95,7 @@ func hasNativeColumns(c *pluginv1.FamilyChunk) bool {
 // lengths as the span counts add up to, and as many deltas as the span
 // lengths add up to. The sums are taken in uint64, so no count a plugin
 // sends can wrap them. The values themselves (schema range, span gaps,
-// bucket counts against the count) are the guard's (internal/merge): a
+// bucket counts against the count) are the guard's (internal/guard): a
 // chunk that passes here is only safe to read.
 func checkNative(c *pluginv1.FamilyChunk, n int) error {
 	if !hasNativeColumns(c) {

@@ -16,7 +16,7 @@ import (
 // (TableString) and stay valid as long as they are held.
 //
 // The view does not check that strings are valid UTF-8: that is the
-// guard's job (internal/merge), done once per string-table entry.
+// guard's job (internal/guard), done once per string-table entry.
 type Chunk struct {
 	b      *pluginv1.Batch
 	c      *pluginv1.FamilyChunk

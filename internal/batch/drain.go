@@ -79,7 +79,7 @@ const (
 // the benchmark workloads take 14–18 bytes per series decoded, gauges with
 // a unique label value each (the chaos plugin) about 50, so a plugin at its
 // cap is far from its byte budget (24 MiB at the default cap of 100,000).
-// The guard (internal/merge) applies the same limits exactly.
+// The guard (internal/guard) applies the same limits exactly.
 func LimitsFor(maxSeries int) Limits {
 	lim := Limits{MaxErrors: MaxErrors, MaxErrorBytes: MaxErrorBytes, MaxErrorLen: MaxErrorLen, StopErrorBytes: StopErrorBytes}
 	if maxSeries > 0 {

@@ -5,7 +5,7 @@
 //	res := sdktest.Run(t, myplugin.New(), sdktest.Options{Sysfs: "testdata/sys"})
 //	sdktest.Golden(t, res.Text(t), "testdata/metrics.golden")
 //
-// The guard is the host's (internal/merge), not a copy of its rules: a
+// The guard is the host's (internal/guard), not a copy of its rules: a
 // sample the host would drop — a duplicate series, an invalid metric or
 // label name, a label value that is not UTF-8, a family that clashes with
 // another one's series names or uses a prefix reserved for the host — fails
@@ -55,7 +55,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	"github.com/plexporter/plexporter/internal/sdkhook"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
@@ -260,14 +260,14 @@ func checkAgainstCatalogue(t testing.TB, res *Result, prefix string) {
 func checkCatalogue(t testing.TB, info *pluginv1.InfoResponse) {
 	t.Helper()
 	for _, d := range info.GetMetrics() {
-		if !merge.ValidMetricName(strings.ReplaceAll(d.GetName(), "*", "x")) {
+		if !guard.ValidMetricName(strings.ReplaceAll(d.GetName(), "*", "x")) {
 			t.Errorf("Info catalogue: invalid metric name %q", d.GetName())
 		}
 		if d.GetType() == pluginv1.MetricType_METRIC_TYPE_UNSPECIFIED {
 			t.Errorf("Info catalogue: family %s has no type", d.GetName())
 		}
 		for _, l := range d.GetLabelNames() {
-			if !merge.ValidLabelName(l) {
+			if !guard.ValidLabelName(l) {
 				t.Errorf("Info catalogue: family %s: invalid label name %q", d.GetName(), l)
 			}
 		}
@@ -371,20 +371,20 @@ func reportDrops(t testing.TB, drops []Drop) {
 
 // guard runs the batches through the host's guard as a host with default
 // settings and no series cap would: the families it serves, and every drop.
-func (r *Result) guard() (*merge.Result, []Drop) {
+func (r *Result) guard() (*guard.Result, []Drop) {
 	var drops []Drop
 	maxLen := r.maxLabelValueLen
 	if maxLen == 0 {
-		maxLen = merge.DefaultMaxLabelValueLen
+		maxLen = guard.DefaultMaxLabelValueLen
 	}
 	// The host's allowlist, with the further names the catalogue selects
 	// families by (known once Run has asked Info).
-	in := merge.Input{Plugin: "plugin", Batches: r.Batches, SelectedBy: merge.SelectedBy(r.Info.GetMetrics(), r.prefix)}
-	res := merge.Merge([]merge.Input{in}, merge.Options{
+	in := guard.Input{Plugin: "plugin", Batches: r.Batches, SelectedBy: guard.SelectedBy(r.Info.GetMetrics(), r.prefix)}
+	res := guard.Merge([]guard.Input{in}, guard.Options{
 		Filter:           r.filter,
 		MaxLabelValueLen: maxLen,
-		ReservedPrefixes: merge.HostPrefixes(),
-		Observe: func(k merge.DropKey, samples int, cause string) {
+		ReservedPrefixes: guard.HostPrefixes(),
+		Observe: func(k guard.DropKey, samples int, cause string) {
 			drops = append(drops, Drop{Reason: k.Reason, Samples: samples, Cause: cause})
 		},
 	})

@@ -5,7 +5,7 @@
 // manifest's sandbox or not — and then asked what the host asks, and what
 // the host never asks but a plugin must survive: a malformed config, an
 // allowlist, a cancelled Collect, its lifeline closed. Batches are judged by
-// the host's own guard (internal/merge), never by a second implementation.
+// the host's own guard (internal/guard), never by a second implementation.
 //
 // Rules that need data (the guard, the catalogue, the allowlist) are
 // skipped, with the reason, when the plugin sends no sample: a plugin on a

@@ -7,7 +7,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -32,7 +32,7 @@ const (
 // from the batches, byte for byte what expfmt writes for the client_model
 // families of toDTO (tests decode both and compare), without building a
 // message per sample: it was 2.5x the cost of the text format that way.
-func writeProtoDelim(w io.Writer, fams []*merge.Family) error {
+func writeProtoDelim(w io.Writer, fams []*guard.Family) error {
 	var fam, metric, sub []byte
 	var out []byte
 	for _, f := range fams {

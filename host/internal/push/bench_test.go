@@ -18,7 +18,7 @@ import (
 
 	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/internal/dev/bench/workload"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
@@ -126,8 +126,8 @@ func BenchmarkPushPipeline(b *testing.B) {
 		}
 		wire = append(wire, buf)
 	}
-	src := func(context.Context) []*merge.Family {
-		in := merge.Input{Plugin: "bench1", MaxSeries: 1 << 30}
+	src := func(context.Context) []*guard.Family {
+		in := guard.Input{Plugin: "bench1", MaxSeries: 1 << 30}
 		for _, buf := range wire {
 			var msg pluginv1.CollectResponse
 			if err := gproto.Unmarshal(buf, &msg); err != nil {
@@ -135,7 +135,7 @@ func BenchmarkPushPipeline(b *testing.B) {
 			}
 			in.Batches = append(in.Batches, msg.Batch)
 		}
-		return merge.Merge([]merge.Input{in}, merge.Options{MaxLabelValueLen: 4096}).Families
+		return guard.Merge([]guard.Input{in}, guard.Options{MaxLabelValueLen: 4096}).Families
 	}
 	p, err := New(config.Push{URL: "http://127.0.0.1:1"}, src, "bench", slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -34,7 +34,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/plexporter/plexporter/host/internal/config"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 )
 
 // Defaults of the push: section's zero values.
@@ -50,7 +50,7 @@ const (
 )
 
 // Source returns the merged snapshot, the families /metrics would serve.
-type Source func(ctx context.Context) []*merge.Family
+type Source func(ctx context.Context) []*guard.Family
 
 // WithDefaults returns c with every zero setting at its default.
 func WithDefaults(c config.Push) config.Push {

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -111,7 +111,7 @@ func (t *table) len() int { return len(t.byHash) + len(t.overflow) }
 // external labels are added to series that lack them. Each series goes to
 // emit with its key and sorted labels, in buffers reused for the next;
 // label strings point into the plugins' batches (table.ref copies them).
-func flatten(fams []*merge.Family, external []prompb.Label, emit func(key []byte, ls []prompb.Label, v float64)) {
+func flatten(fams []*guard.Family, external []prompb.Label, emit func(key []byte, ls []prompb.Label, v float64)) {
 	b := labelBuilder{external: external, emit: emit}
 	for _, f := range fams {
 		bucket, sum, count := f.Name+"_bucket", f.Name+"_sum", f.Name+"_count"

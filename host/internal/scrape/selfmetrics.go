@@ -12,7 +12,7 @@ import (
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 )
@@ -23,13 +23,13 @@ import (
 // scrape reports the totals.
 type counters struct {
 	mu            sync.Mutex
-	dropped       map[merge.DropKey]float64
+	dropped       map[guard.DropKey]float64
 	errors        map[[2]string]float64 // plugin, collector
 	errorsDropped map[string]float64    // plugin: partial errors past the budget
 }
 
 func newCounters() *counters {
-	return &counters{dropped: map[merge.DropKey]float64{}, errors: map[[2]string]float64{}, errorsDropped: map[string]float64{}}
+	return &counters{dropped: map[guard.DropKey]float64{}, errors: map[[2]string]float64{}, errorsDropped: map[string]float64{}}
 }
 
 // maxCollectors bounds the distinct collector label values one plugin can
@@ -71,7 +71,7 @@ func (c *counters) collectors(plugin string) int {
 
 // addDrops counts one merge's drops and returns a copy of the totals, the
 // partial errors' included.
-func (c *counters) addDrops(res *merge.Result) (map[merge.DropKey]float64, map[[2]string]float64, map[string]float64) {
+func (c *counters) addDrops(res *guard.Result) (map[guard.DropKey]float64, map[[2]string]float64, map[string]float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, n := range res.Drops {
@@ -89,7 +89,7 @@ type report struct {
 	statuses      []fleet.Status
 	refused       []fleet.Refusal
 	scraped       map[string]scrapeResult
-	dropped       map[merge.DropKey]float64
+	dropped       map[guard.DropKey]float64
 	errors        map[[2]string]float64
 	errorsDropped map[string]float64
 	reload        fleet.Reload
@@ -186,7 +186,7 @@ func (r *report) write(w *sdk.Writer) {
 	if !r.reload.LastSuccess.IsZero() {
 		w.Gauge(descReloadAt, float64(r.reload.LastSuccess.UnixNano())/1e9)
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(r.dropped), func(a, b merge.DropKey) int {
+	for _, k := range slices.SortedFunc(maps.Keys(r.dropped), func(a, b guard.DropKey) int {
 		return cmp.Or(strings.Compare(a.Plugin, b.Plugin), strings.Compare(a.Reason, b.Reason))
 	}) {
 		w.Counter(descDropped, r.dropped[k], k.Plugin, k.Reason)

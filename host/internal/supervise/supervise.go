@@ -33,7 +33,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/manifest"
 	"github.com/plexporter/plexporter/host/internal/sandbox"
 	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
@@ -441,7 +441,7 @@ func (s *Supervisor) describe(ctx context.Context, client pluginv1.PluginService
 	if major, _, _ := strings.Cut(info.GetApiVersion(), "."); major != strings.Split(transport.APIVersion, ".")[0] {
 		return &launch.ProtocolError{Plugin: s.plugin.Name, Reason: fmt.Sprintf("its Info reports api_version %q", info.GetApiVersion())}
 	}
-	by := merge.SelectedBy(info.GetMetrics(), s.settings.MetricPrefix)
+	by := guard.SelectedBy(info.GetMetrics(), s.settings.MetricPrefix)
 	s.mu.Lock()
 	s.status.Info = info
 	s.selectedBy = by
@@ -455,7 +455,7 @@ func (s *Supervisor) describe(ctx context.Context, client pluginv1.PluginService
 
 // SelectedBy returns, for the families of the running plugin's catalogue
 // that further names select, those names, all as exposed: what the merge
-// passes to the allowlist (merge.Input.SelectedBy). Read only.
+// passes to the allowlist (guard.Input.SelectedBy). Read only.
 func (s *Supervisor) SelectedBy() map[string][]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -43,7 +43,7 @@ func (h *harness) microBenchmarks() error {
 	type pkg struct{ path, bench, benchtime string }
 	pkgs := []pkg{
 		{"./sdk", "BenchmarkBatch/samples=100000", "10x"},
-		{"./internal/merge", "BenchmarkMerge", "10x"},
+		{"./internal/guard", "BenchmarkMerge", "10x"},
 		{"./host/internal/expose", "BenchmarkEncode100k", "5x"},
 		{"./host/internal/expose", "BenchmarkHostPipeline/series=100000/plugins=1", "5x"},
 	}
@@ -108,7 +108,7 @@ func (h *harness) microBenchmarks() error {
 		"`internal/testkit/batchtest.Mix` (100k samples), `BenchmarkMergeWorkload` and `BenchmarkHostPipeline` the harness workload " +
 		"(100k series); `BenchmarkHostPipeline` is the host's CPU for one scrape without gRPC, HTTP and process " +
 		"boundaries (decode + merge + encode [+ gzip]). Run them yourself with " +
-		"`go test ./sdk ./internal/merge ./host/internal/expose -run '^$' -bench . -count 6 | benchstat -`.\n\n" +
+		"`go test ./sdk ./internal/guard ./host/internal/expose -run '^$' -bench . -count 6 | benchstat -`.\n\n" +
 		table([]string{"benchmark", "ms/op", "MB/s", "output bytes/op", "alloc MiB/op", "allocs/op"}, rows)
 	return nil
 }
@@ -329,7 +329,7 @@ var areas = []struct{ prefix, area string }{
 	{"internal/filepathlite", "os (file handling)"},
 	{"path/filepath", "os (file handling)"},
 	{"github.com/prometheus/procfs", "self-metrics (procfs)"},
-	{"github.com/plexporter/plexporter/internal/merge", "merge (guard)"},
+	{"github.com/plexporter/plexporter/internal/guard", "merge (guard)"},
 	{"github.com/plexporter/plexporter/host/internal/expose", "expose (text writer)"},
 	{"github.com/plexporter/plexporter/internal/batch", "batch format (check, view, client_model)"},
 	{"github.com/plexporter/plexporter/sdk", "sdk Writer"},
@@ -378,7 +378,7 @@ var (
 		{"scrape: fan-out, wait, merge, self-metrics", pkgHost + "scrape.(*Scraper).Scrape"},
 		{"plugin stream receive loop (Recv: decode)", pkgHost + "supervise.(*Supervisor).collect"},
 		{"gRPC transport reader goroutine (TLS decrypt, HTTP/2 frames)", pkgGRPC + "(*http2Client).reader"},
-		{"merge (guard)", pkgHost + "merge.Merge"},
+		{"merge (guard)", pkgHost + "guard.Merge"},
 		{"self-metrics (Gather, Writer, merge)", pkgHost + "scrape.(*Scraper).hostFamilies"},
 		{"self-metrics: the process collector (own goroutine in Gather)", pkgProm + "(*processCollector).Collect"},
 		{"self-metrics: the Go collector (own goroutine in Gather)", pkgProm + "(*goCollector).Collect"},

@@ -1,11 +1,11 @@
-// Package merge joins the batches of every plugin into one set of metric
+// Package guard joins the batches of every plugin into one set of metric
 // families and guards the exposition: allowlist, name and UTF-8 validation,
 // limits on names, help texts and labels, histogram and summary shapes,
 // metadata conflicts, series names colliding between families, duplicate
 // series, and a per-plugin series cap and byte budget. Nothing a plugin
 // sends can make the merged result invalid; every drop is counted per plugin
 // and reason.
-package merge
+package guard
 
 import (
 	"fmt"
@@ -353,62 +353,107 @@ func (m *merger) overBudget(in Input, batches []*pluginv1.Batch, budget int) {
 	m.drop(in.Plugin, ReasonSeriesLimit, n, fmt.Sprintf("batches of more than %d MiB in one collect (the byte budget of --plugin.max-series %d)", budget>>20, in.MaxSeries))
 }
 
+// chunk runs the guard's stages on one family chunk of a plugin's batch and
+// adds what passes to its family; it returns the plugin's series count.
+// The stages, in order, each one function: the chunk's shape (batch.Open),
+// the allowlist (allow), the family-level stages (familyStages), joining
+// the exposed family (joinFamily), then per sample the device filter and
+// the sample-level stages (sampleStages). A chunk refused by a family-level
+// stage is dropped whole, with that stage's reason.
 func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, series int) int {
 	ch, err := batch.Open(b, c)
 	if err != nil {
 		m.drop(in.Plugin, ReasonMalformed, max(len(c.Values), 1), err.Error())
 		return series
 	}
-	name := ch.Name()
-	if !m.allow(in, name) {
+	if !m.allow(in, ch.Name()) {
 		return series // not wanted: not a drop
 	}
 	n := ch.Len()
 	if n == 0 {
 		return series
 	}
-	if reason, err := checkMetadata(ch); err != nil {
-		m.drop(in.Plugin, reason, n, err.Error())
+	if reason, cause := m.familyStages(in, ch); reason != "" {
+		m.drop(in.Plugin, reason, n, cause)
 		return series
+	}
+	f, reason, cause := m.joinFamily(in, ch)
+	if reason != "" {
+		m.drop(in.Plugin, reason, n, cause)
+	}
+	if f == nil || reason != "" {
+		return series
+	}
+	return m.samples(in, f, ch, series)
+}
+
+// familyStages are the stages that judge a chunk as a whole, in order:
+// its metadata (names, help, unit: checkMetadata), the host's reserved
+// prefixes, family ownership (Options.Owners), histogram bounds
+// (checkBounds). It returns the first refusal's reason and cause, or "".
+func (m *merger) familyStages(in Input, ch batch.Chunk) (reason, cause string) {
+	name := ch.Name()
+	if reason, err := checkMetadata(ch); err != nil {
+		return reason, err.Error()
 	}
 	if p, ok := reservedPrefix(name, m.opts.ReservedPrefixes); ok {
-		m.drop(in.Plugin, ReasonConflict, n, fmt.Sprintf("family %s: prefix %s is reserved for the host's own metrics", name, p))
-		return series
+		return ReasonConflict, fmt.Sprintf("family %s: prefix %s is reserved for the host's own metrics", name, p)
 	}
 	if why := m.foreign(name, ch.Type(), in.Plugin); why != "" {
-		m.drop(in.Plugin, ReasonForeignFamily, n, why)
-		return series
+		return ReasonForeignFamily, why
 	}
 	if reason, err := checkBounds(ch); err != nil {
-		m.drop(in.Plugin, reason, n, err.Error())
-		return series
+		return reason, err.Error()
 	}
-	f := m.byName[name]
+	return "", ""
+}
+
+// joinFamily finds or starts the exposed family of ch (newFamily) and
+// checks that ch may join it: no series name collision with another
+// family, the same metadata as the plugin that exposed it first. A nil
+// family with no reason: newFamily dropped the chunk itself.
+func (m *merger) joinFamily(in Input, ch batch.Chunk) (f *Family, reason, cause string) {
+	name := ch.Name()
+	f = m.byName[name]
 	if f == nil {
 		if f = m.newFamily(in, ch); f == nil {
-			return series
+			return nil, "", ""
 		}
 	}
 	if f.collides != "" {
-		m.drop(in.Plugin, ReasonNameCollision, n, fmt.Sprintf("family %s (%s) would expose %s", name, typeName(f.Type), f.collides))
-		return series
+		return f, ReasonNameCollision, fmt.Sprintf("family %s (%s) would expose %s", name, typeName(f.Type), f.collides)
 	}
 	if why := f.differs(ch); why != "" {
-		m.drop(in.Plugin, ReasonConflict, n, fmt.Sprintf("family %s already exposed by plugin %s with another %s", name, f.Plugin, why))
-		return series
+		return f, ReasonConflict, fmt.Sprintf("family %s already exposed by plugin %s with another %s", name, f.Plugin, why)
 	}
+	return f, "", ""
+}
+
+// chunkState is what the sample-level stages share over one chunk.
+type chunkState struct {
+	h                 maphash.Hash
+	part              Part
+	partIdx           int32
+	histogram, native bool
+}
+
+// samples runs the device filter and the sample-level stages on every
+// sample of ch and adds the samples that pass to f as one Part.
+func (m *merger) samples(in Input, f *Family, ch batch.Chunk, series int) int {
+	name, n := ch.Name(), ch.Len()
 	perSample := ch.SeriesPerSample()
 	if !f.seen.ready() {
 		f.seen.init(max(n, m.sizeHint[name]))
 	}
-	part := Part{Chunk: ch}
-	partIdx := int32(len(f.Parts))
+	cs := chunkState{
+		part:      Part{Chunk: ch},
+		partIdx:   int32(len(f.Parts)),
+		histogram: ch.Type() == pluginv1.MetricType_METRIC_TYPE_HISTOGRAM,
+		native:    ch.IsNative(),
+	}
+	cs.h.SetSeed(m.seed)
 	var keep []int32
 	dropped := false
-	var h maphash.Hash
-	h.SetSeed(m.seed)
-	histogram := ch.Type() == pluginv1.MetricType_METRIC_TYPE_HISTOGRAM
-	native := ch.IsNative()
 	devLabel := -1
 	if m.opts.Devices.active() {
 		devLabel = slices.Index(f.LabelNames, DeviceLabel)
@@ -419,30 +464,8 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 		if devLabel >= 0 && !m.deviceAllowed(&ch, lv[devLabel]) {
 			m.res.DeviceFiltered[in.Plugin] += perSample
 			ok = false
-		} else if bad := m.badValue(&ch, lv); bad >= 0 {
-			m.dropSample(in.Plugin, ReasonInvalidValue, func() string {
-				return fmt.Sprintf("family %s: label %s: value invalid UTF-8 or longer than %d bytes", name, f.LabelNames[bad], m.opts.MaxLabelValueLen)
-			})
-			ok = false
-		} else if histogram && !cumulative(&ch, i) {
-			m.dropSample(in.Plugin, ReasonInvalidHistogram, func() string {
-				return fmt.Sprintf("family %s: series %s: cumulative bucket counts decrease or exceed the count", name, labelString(f.LabelNames, &ch, lv))
-			})
-			ok = false
-		} else if native && checkNative(&ch, i) != "" {
-			m.dropSample(in.Plugin, ReasonInvalidHistogram, func() string {
-				return fmt.Sprintf("family %s: series %s: native histogram: %s", name, labelString(f.LabelNames, &ch, lv), checkNative(&ch, i))
-			})
-			ok = false
-		} else if in.MaxSeries > 0 && series+perSample > in.MaxSeries {
-			m.dropSample(in.Plugin, ReasonSeriesLimit, func() string {
-				return fmt.Sprintf("more than %d series (--plugin.max-series)", in.MaxSeries)
-			})
-			ok = false
-		} else if f.duplicate(&h, &ch, lv, &part, partIdx, int32(i)) {
-			m.dropSample(in.Plugin, ReasonDuplicate, func() string {
-				return fmt.Sprintf("family %s: series %s exposed twice", name, labelString(f.LabelNames, &ch, lv))
-			})
+		} else if reason, bad := m.sampleStages(in, f, &ch, &cs, i, lv, series+perSample); reason != "" {
+			m.dropSample(in.Plugin, reason, func() string { return m.sampleCause(in, f, &ch, &cs, i, lv, reason, bad) })
 			ok = false
 		}
 		if ok {
@@ -464,10 +487,54 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 		if len(keep) == 0 {
 			return series
 		}
-		part.Keep = keep
+		cs.part.Keep = keep
 	}
-	f.Parts = append(f.Parts, part)
+	f.Parts = append(f.Parts, cs.part)
 	return series
+}
+
+// sampleStages are the stages that judge one sample (i, with label value
+// references lv), in order: label values (badValue), classic histogram
+// buckets (cumulative), native histogram shape (checkNative), the
+// plugin's series cap (seriesAfter: the plugin's series count with this
+// sample), duplicate series (last: it records the series as seen). It
+// returns the first refusal's reason, or "", and for an invalid label
+// value the index of the label (sampleCause formats the cause).
+func (m *merger) sampleStages(in Input, f *Family, ch *batch.Chunk, cs *chunkState, i int, lv []uint32, seriesAfter int) (reason string, bad int) {
+	if bad := m.badValue(ch, lv); bad >= 0 {
+		return ReasonInvalidValue, bad
+	}
+	if cs.histogram && !cumulative(ch, i) {
+		return ReasonInvalidHistogram, -1
+	}
+	if cs.native && checkNative(ch, i) != "" {
+		return ReasonInvalidHistogram, -1
+	}
+	if in.MaxSeries > 0 && seriesAfter > in.MaxSeries {
+		return ReasonSeriesLimit, -1
+	}
+	if f.duplicate(&cs.h, ch, lv, &cs.part, cs.partIdx, int32(i)) {
+		return ReasonDuplicate, -1
+	}
+	return "", -1
+}
+
+// sampleCause is the cause, for the log, of sampleStages' refusal of
+// sample i; formatted only when dropSample wants it.
+func (m *merger) sampleCause(in Input, f *Family, ch *batch.Chunk, cs *chunkState, i int, lv []uint32, reason string, bad int) string {
+	name := f.Name
+	switch {
+	case reason == ReasonInvalidValue:
+		return fmt.Sprintf("family %s: label %s: value invalid UTF-8 or longer than %d bytes", name, f.LabelNames[bad], m.opts.MaxLabelValueLen)
+	case reason == ReasonInvalidHistogram && cs.histogram && !cumulative(ch, i):
+		return fmt.Sprintf("family %s: series %s: cumulative bucket counts decrease or exceed the count", name, labelString(f.LabelNames, ch, lv))
+	case reason == ReasonInvalidHistogram:
+		return fmt.Sprintf("family %s: series %s: native histogram: %s", name, labelString(f.LabelNames, ch, lv), checkNative(ch, i))
+	case reason == ReasonSeriesLimit:
+		return fmt.Sprintf("more than %d series (--plugin.max-series)", in.MaxSeries)
+	default: // ReasonDuplicate
+		return fmt.Sprintf("family %s: series %s exposed twice", name, labelString(f.LabelNames, ch, lv))
+	}
 }
 
 // newFamily starts family ch.Name() with ch's metadata, once it is sure

@@ -1,10 +1,10 @@
-package merge_test
+package guard_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
@@ -33,16 +33,16 @@ func TestOwnersKeepDeclaredFamilies(t *testing.T) {
 	lat := sdk.NewDesc("v_latency_seconds", sdk.Histogram, "Latency.", "dev")
 	latCount := sdk.NewDesc("v_latency_seconds_count", sdk.Gauge, "Forged.", "dev")
 	shared := sdk.NewDesc("s_success", sdk.Gauge, "Shared.", "collector").WithShared()
-	owners, contested := merge.NewOwners([]merge.Catalogue{
+	owners, contested := guard.NewOwners([]guard.Catalogue{
 		{Plugin: "victim", Families: declares(up, lat, shared)},
 		{Plugin: "other", Families: declares(shared)},
 		{Plugin: "aaa", Families: declares(upAlt)}, // first by name: aaa owns x_up, victim is contested
 	})
-	if len(contested) != 1 || contested[0] != (merge.Contested{Family: "x_up", Owner: "aaa", Other: "victim"}) {
+	if len(contested) != 1 || contested[0] != (guard.Contested{Family: "x_up", Owner: "aaa", Other: "victim"}) {
 		t.Fatalf("contested = %+v", contested)
 	}
 	// Without aaa's contested claim, victim owns x_up.
-	owners, _ = merge.NewOwners([]merge.Catalogue{
+	owners, _ = guard.NewOwners([]guard.Catalogue{
 		{Plugin: "victim", Families: declares(up, lat, shared)},
 		{Plugin: "other", Families: declares(shared)},
 	})
@@ -59,7 +59,7 @@ func TestOwnersKeepDeclaredFamilies(t *testing.T) {
 		w.Gauge(shared, 1, "victim")
 	})
 	other := batchtest.Record(func(w *sdk.Writer) { w.Gauge(shared, 1, "other") })
-	r := merge.Merge([]merge.Input{{Plugin: "aaa", Batches: forger}, {Plugin: "other", Batches: other}, {Plugin: "victim", Batches: victim}}, merge.Options{Owners: owners})
+	r := guard.Merge([]guard.Input{{Plugin: "aaa", Batches: forger}, {Plugin: "other", Batches: other}, {Plugin: "victim", Batches: victim}}, guard.Options{Owners: owners})
 	if got := strings.Join(series(r, "x_up"), " "); got != "d0 d1" {
 		t.Errorf("x_up = %q", got)
 	}
@@ -69,7 +69,7 @@ func TestOwnersKeepDeclaredFamilies(t *testing.T) {
 	if got := strings.Join(series(r, "s_success"), " "); got != "other victim" {
 		t.Errorf("shared family = %q", got)
 	}
-	if d := r.Drops[merge.DropKey{Plugin: "aaa", Reason: merge.ReasonForeignFamily}]; d != 4 {
+	if d := r.Drops[guard.DropKey{Plugin: "aaa", Reason: guard.ReasonForeignFamily}]; d != 4 {
 		t.Errorf("foreign drops of the forger = %d, want 4 (%v)", d, r.Drops)
 	}
 	for k := range r.Drops {
@@ -80,7 +80,7 @@ func TestOwnersKeepDeclaredFamilies(t *testing.T) {
 	if r.Series["victim"] != 2+4+1 { // a one-bucket histogram is 4 series
 		t.Errorf("victim's series = %d", r.Series["victim"])
 	}
-	if !strings.Contains(r.Causes[merge.DropKey{Plugin: "aaa", Reason: merge.ReasonForeignFamily}], "belongs to plugin victim") {
-		t.Errorf("cause = %q", r.Causes[merge.DropKey{Plugin: "aaa", Reason: merge.ReasonForeignFamily}])
+	if !strings.Contains(r.Causes[guard.DropKey{Plugin: "aaa", Reason: guard.ReasonForeignFamily}], "belongs to plugin victim") {
+		t.Errorf("cause = %q", r.Causes[guard.DropKey{Plugin: "aaa", Reason: guard.ReasonForeignFamily}])
 	}
 }

@@ -1,11 +1,11 @@
-package merge_test
+package guard_test
 
 import (
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	"github.com/plexporter/plexporter/sdk"
 )
@@ -28,7 +28,7 @@ func TestDeviceFilterAppliesToEveryPlugin(t *testing.T) {
 		w.Counter(pfc, 5, "mlx5_1", "1", "ens1f1np1")
 		w.Counter(driver, 6, "ens1f1np1", "rx_bytes")
 	})
-	in := []merge.Input{{Plugin: "ethtool", Batches: ethtool}, {Plugin: "rdma", Batches: rdma}}
+	in := []guard.Input{{Plugin: "ethtool", Batches: ethtool}, {Plugin: "rdma", Batches: rdma}}
 	for _, tc := range []struct {
 		name             string
 		include, exclude string
@@ -51,14 +51,14 @@ func TestDeviceFilterAppliesToEveryPlugin(t *testing.T) {
 		}, map[string]int{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &merge.DeviceFilter{}
+			f := &guard.DeviceFilter{}
 			if tc.include != "" {
 				f.Include = regexp.MustCompile(tc.include)
 			}
 			if tc.exclude != "" {
 				f.Exclude = regexp.MustCompile(tc.exclude)
 			}
-			r := merge.Merge(in, merge.Options{Devices: f})
+			r := guard.Merge(in, guard.Options{Devices: f})
 			for fam, want := range tc.want {
 				if got := strings.Join(series(r, fam), " "); got != want {
 					t.Errorf("%s = %q, want %q", fam, got, want)

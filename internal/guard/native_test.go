@@ -1,11 +1,11 @@
-package merge_test
+package guard_test
 
 import (
 	"math"
 	"strings"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
@@ -54,8 +54,8 @@ func TestNativeHistogramGuard(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b, c := nativeBatch()
 			tc.breakIt(c)
-			r := merge.Merge([]merge.Input{{Plugin: "p", Batches: []*pluginv1.Batch{b}}}, merge.Options{})
-			k := merge.DropKey{Plugin: "p", Reason: merge.ReasonInvalidHistogram}
+			r := guard.Merge([]guard.Input{{Plugin: "p", Batches: []*pluginv1.Batch{b}}}, guard.Options{})
+			k := guard.DropKey{Plugin: "p", Reason: guard.ReasonInvalidHistogram}
 			if r.Drops[k] != 1 || !strings.Contains(r.Causes[k], tc.cause) || !strings.Contains(r.Causes[k], `op="bad"`) {
 				t.Errorf("drops %v, cause %q; want one invalid_histogram drop of the bad series for %q", r.Drops, r.Causes[k], tc.cause)
 			}
@@ -71,8 +71,8 @@ func TestNativeHistogramGuardAccepts(t *testing.T) {
 	// A NaN observation counts in no bucket: with a NaN sum the count may
 	// exceed what the buckets hold.
 	c.Values[1], c.Counts[1] = math.NaN(), 5
-	inputs := []merge.Input{{Plugin: "p", Batches: []*pluginv1.Batch{b}}, {Plugin: "q", Batches: batchtest.Natives("y_")}}
-	r := merge.Merge(inputs, merge.Options{})
+	inputs := []guard.Input{{Plugin: "p", Batches: []*pluginv1.Batch{b}}, {Plugin: "q", Batches: batchtest.Natives("y_")}}
+	r := guard.Merge(inputs, guard.Options{})
 	if len(r.Drops) != 0 {
 		t.Fatalf("valid native histograms dropped: %v %v", r.Drops, r.Causes)
 	}
@@ -89,8 +89,8 @@ func TestNativeHistogramGuardAccepts(t *testing.T) {
 func TestNativeShapeIsMalformed(t *testing.T) {
 	b, c := nativeBatch()
 	c.NativeDeltas = c.NativeDeltas[:2] // the spans address 3 buckets
-	r := merge.Merge([]merge.Input{{Plugin: "p", Batches: []*pluginv1.Batch{b}}}, merge.Options{})
-	k := merge.DropKey{Plugin: "p", Reason: merge.ReasonMalformed}
+	r := guard.Merge([]guard.Input{{Plugin: "p", Batches: []*pluginv1.Batch{b}}}, guard.Options{})
+	k := guard.DropKey{Plugin: "p", Reason: guard.ReasonMalformed}
 	if r.Drops[k] != 2 || !strings.Contains(r.Causes[k], "add up to 3 buckets, but there are 2 deltas") {
 		t.Errorf("drops %v, cause %q; want the chunk's 2 samples malformed", r.Drops, r.Causes[k])
 	}

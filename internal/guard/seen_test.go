@@ -1,4 +1,4 @@
-package merge
+package guard
 
 import "testing"
 

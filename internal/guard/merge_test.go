@@ -1,11 +1,11 @@
-package merge_test
+package guard_test
 
 import (
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
@@ -18,7 +18,7 @@ var (
 	bytes = sdk.NewDesc("x_bytes_total", sdk.Counter, "Bytes.", "dev")
 )
 
-func series(r *merge.Result, name string) []string {
+func series(r *guard.Result, name string) []string {
 	var out []string
 	for _, f := range r.Families {
 		if f.Name != name {
@@ -41,11 +41,11 @@ func series(r *merge.Result, name string) []string {
 func TestDuplicatesFirstWins(t *testing.T) {
 	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(up, 1, "d0"); w.Gauge(up, 1, "d1"); w.Gauge(up, 2, "d0") })
 	b := batchtest.Record(func(w *sdk.Writer) { w.Gauge(up, 3, "d1"); w.Gauge(up, 3, "d2") })
-	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}, {Plugin: "b", Batches: b}}, merge.Options{})
+	r := guard.Merge([]guard.Input{{Plugin: "a", Batches: a}, {Plugin: "b", Batches: b}}, guard.Options{})
 	if got := strings.Join(series(r, "x_up"), " "); got != "d0 d1 d2" {
 		t.Fatalf("series = %q", got)
 	}
-	if r.Drops[merge.DropKey{"a", merge.ReasonDuplicate}] != 1 || r.Drops[merge.DropKey{"b", merge.ReasonDuplicate}] != 1 {
+	if r.Drops[guard.DropKey{"a", guard.ReasonDuplicate}] != 1 || r.Drops[guard.DropKey{"b", guard.ReasonDuplicate}] != 1 {
 		t.Fatalf("drops = %v", r.Drops)
 	}
 	if r.Series["a"] != 2 || r.Series["b"] != 1 {
@@ -74,11 +74,11 @@ func TestDuplicatesFoundInSmallAndLargeFamilies(t *testing.T) {
 			w.Gauge(up, -2, "d"+strconv.Itoa(n/2))
 			w.Gauge(up, 1, "new")
 		})
-		r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}, {Plugin: "b", Batches: b}}, merge.Options{})
+		r := guard.Merge([]guard.Input{{Plugin: "a", Batches: a}, {Plugin: "b", Batches: b}}, guard.Options{})
 		if got := len(series(r, "x_up")); got != n+1 {
 			t.Errorf("n=%d: %d series, want %d", n, got, n+1)
 		}
-		if r.Drops[merge.DropKey{"a", merge.ReasonDuplicate}] != 2 || r.Drops[merge.DropKey{"b", merge.ReasonDuplicate}] != 1 {
+		if r.Drops[guard.DropKey{"a", guard.ReasonDuplicate}] != 2 || r.Drops[guard.DropKey{"b", guard.ReasonDuplicate}] != 1 {
 			t.Errorf("n=%d: drops = %v", n, r.Drops)
 		}
 		for _, p := range r.Families[0].Parts {
@@ -94,14 +94,14 @@ func TestDuplicatesFoundInSmallAndLargeFamilies(t *testing.T) {
 func TestConflictDropsLaterPlugin(t *testing.T) {
 	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(up, 1, "d0") })
 	b := batchtest.Record(func(w *sdk.Writer) { w.Counter(upAlt, 5, "d9"); w.Counter(bytes, 7, "d9") })
-	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}, {Plugin: "b", Batches: b}}, merge.Options{})
+	r := guard.Merge([]guard.Input{{Plugin: "a", Batches: a}, {Plugin: "b", Batches: b}}, guard.Options{})
 	if got := series(r, "x_up"); len(got) != 1 || got[0] != "d0" {
 		t.Fatalf("x_up = %v", got)
 	}
 	if len(series(r, "x_bytes_total")) != 1 {
 		t.Fatal("unrelated family of the conflicting plugin was lost")
 	}
-	k := merge.DropKey{"b", merge.ReasonConflict}
+	k := guard.DropKey{"b", guard.ReasonConflict}
 	if r.Drops[k] != 1 || !strings.Contains(r.Causes[k], "plugin a") {
 		t.Fatalf("drops = %v causes = %v", r.Drops, r.Causes)
 	}
@@ -119,14 +119,14 @@ func TestInvalidNamesAndValues(t *testing.T) {
 		w.Gauge(up, 1, strings.Repeat("x", 100))
 		w.Gauge(up, 1, "fine")
 	})
-	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}}, merge.Options{MaxLabelValueLen: 64})
+	r := guard.Merge([]guard.Input{{Plugin: "a", Batches: a}}, guard.Options{MaxLabelValueLen: 64})
 	if got := series(r, "x_up"); len(got) != 1 || got[0] != "fine" {
 		t.Fatalf("x_up = %v", got)
 	}
 	if len(r.Families) != 1 {
 		t.Fatalf("families = %d, want only x_up", len(r.Families))
 	}
-	if r.Drops[merge.DropKey{"a", merge.ReasonInvalidName}] != 3 || r.Drops[merge.DropKey{"a", merge.ReasonInvalidValue}] != 2 {
+	if r.Drops[guard.DropKey{"a", guard.ReasonInvalidName}] != 3 || r.Drops[guard.DropKey{"a", guard.ReasonInvalidValue}] != 2 {
 		t.Fatalf("drops = %v", r.Drops)
 	}
 }
@@ -139,8 +139,8 @@ func TestSeriesCapCountsHistogramSeries(t *testing.T) {
 		w.Histogram(h, []float64{1, 2}, []uint64{1, 2}, 3, 1, "write") // would be 11
 		w.Gauge(up, 1, "b")                                            // 7
 	})
-	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a, MaxSeries: 7}}, merge.Options{})
-	if r.Series["a"] != 7 || r.Drops[merge.DropKey{"a", merge.ReasonSeriesLimit}] != 1 {
+	r := guard.Merge([]guard.Input{{Plugin: "a", Batches: a, MaxSeries: 7}}, guard.Options{})
+	if r.Series["a"] != 7 || r.Drops[guard.DropKey{"a", guard.ReasonSeriesLimit}] != 1 {
 		t.Fatalf("series %v drops %v", r.Series, r.Drops)
 	}
 }
@@ -148,7 +148,7 @@ func TestSeriesCapCountsHistogramSeries(t *testing.T) {
 func TestAllowlistIsNotADrop(t *testing.T) {
 	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(up, 1, "a"); w.Counter(bytes, 1, "a") })
 	f, _ := metricfilter.New([]string{"x_bytes"}, nil)
-	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}}, merge.Options{Filter: f})
+	r := guard.Merge([]guard.Input{{Plugin: "a", Batches: a}}, guard.Options{Filter: f})
 	if len(r.Families) != 1 || r.Families[0].Name != "x_bytes_total" || len(r.Drops) != 0 {
 		t.Fatalf("families %v drops %v", r.Families, r.Drops)
 	}
@@ -161,15 +161,15 @@ func TestAllowlistSelectsByEvent(t *testing.T) {
 	last := sdk.NewDesc("agent_tx_last_bytes", sdk.Gauge, "", "agent_name")
 	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(last, 1, "a"); w.Gauge(up, 1, "a") })
 	f, _ := metricfilter.New([]string{"agent_tx_bytes"}, nil)
-	by := merge.SelectedBy([]*pluginv1.MetricDescriptor{{Name: "agent_tx_last_bytes", SelectedBy: []string{"agent_tx_bytes"}}, {Name: "x_*", SelectedBy: []string{"x"}}}, "")
-	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a, SelectedBy: by}}, merge.Options{Filter: f})
+	by := guard.SelectedBy([]*pluginv1.MetricDescriptor{{Name: "agent_tx_last_bytes", SelectedBy: []string{"agent_tx_bytes"}}, {Name: "x_*", SelectedBy: []string{"x"}}}, "")
+	r := guard.Merge([]guard.Input{{Plugin: "a", Batches: a, SelectedBy: by}}, guard.Options{Filter: f})
 	if len(r.Families) != 1 || r.Families[0].Name != "agent_tx_last_bytes" {
 		t.Fatalf("families %v", r.Families)
 	}
-	if r = merge.Merge([]merge.Input{{Plugin: "a", Batches: a}}, merge.Options{Filter: f}); len(r.Families) != 0 {
+	if r = guard.Merge([]guard.Input{{Plugin: "a", Batches: a}}, guard.Options{Filter: f}); len(r.Families) != 0 {
 		t.Fatalf("without selected_by the allowlist selects %v", r.Families)
 	}
-	if p := merge.SelectedBy([]*pluginv1.MetricDescriptor{{Name: "g", SelectedBy: []string{"e"}}}, "pre_"); len(p) != 1 || p["pre_g"][0] != "pre_e" {
+	if p := guard.SelectedBy([]*pluginv1.MetricDescriptor{{Name: "g", SelectedBy: []string{"e"}}}, "pre_"); len(p) != 1 || p["pre_g"][0] != "pre_e" {
 		t.Fatalf("with a prefix: %v", p)
 	}
 }
@@ -177,20 +177,20 @@ func TestAllowlistSelectsByEvent(t *testing.T) {
 func TestMalformedChunkDroppedOthersKept(t *testing.T) {
 	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(up, 1, "a"); w.Counter(bytes, 1, "a") })
 	a[0].Families[0].LabelValues = append(a[0].Families[0].LabelValues, 999) // garbage
-	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}}, merge.Options{})
-	if len(r.Families) != 1 || r.Families[0].Name != "x_bytes_total" || r.Drops[merge.DropKey{"a", merge.ReasonMalformed}] != 1 {
+	r := guard.Merge([]guard.Input{{Plugin: "a", Batches: a}}, guard.Options{})
+	if len(r.Families) != 1 || r.Families[0].Name != "x_bytes_total" || r.Drops[guard.DropKey{"a", guard.ReasonMalformed}] != 1 {
 		t.Fatalf("families %d drops %v", len(r.Families), r.Drops)
 	}
 	// empty string table is malformed, not a panic
 	bad := []*pluginv1.Batch{{Families: []*pluginv1.FamilyChunk{{}}}}
-	r = merge.Merge([]merge.Input{{Plugin: "z", Batches: bad}}, merge.Options{})
-	if r.Drops[merge.DropKey{"z", merge.ReasonMalformed}] != 1 {
+	r = guard.Merge([]guard.Input{{Plugin: "z", Batches: bad}}, guard.Options{})
+	if r.Drops[guard.DropKey{"z", guard.ReasonMalformed}] != 1 {
 		t.Fatalf("drops %v", r.Drops)
 	}
 }
 
 func TestSortedFamilies(t *testing.T) {
-	r := merge.Merge([]merge.Input{{Plugin: "b", Batches: batchtest.Mix("b_", 100)}, {Plugin: "a", Batches: batchtest.Mix("a_", 100)}}, merge.Options{})
+	r := guard.Merge([]guard.Input{{Plugin: "b", Batches: batchtest.Mix("b_", 100)}, {Plugin: "a", Batches: batchtest.Mix("a_", 100)}}, guard.Options{})
 	for i := 1; i < len(r.Families); i++ {
 		if r.Families[i-1].Name >= r.Families[i].Name {
 			t.Fatalf("families not sorted: %s before %s", r.Families[i-1].Name, r.Families[i].Name)
@@ -202,7 +202,7 @@ func BenchmarkMerge100k(b *testing.B) {
 	batches := batchtest.Mix("x_", 100000)
 	b.ReportAllocs()
 	for b.Loop() {
-		merge.Merge([]merge.Input{{Plugin: "a", Batches: batches}}, merge.Options{MaxLabelValueLen: 2048})
+		guard.Merge([]guard.Input{{Plugin: "a", Batches: batches}}, guard.Options{MaxLabelValueLen: 2048})
 	}
 }
 
@@ -212,11 +212,11 @@ func TestReservedPrefixIsAConflict(t *testing.T) {
 	goUp := sdk.NewDesc("go_up", sdk.Gauge, "", "dev")
 	goBad := sdk.NewDesc("go_bad", sdk.Gauge, "", "__dev")
 	a := batchtest.Record(func(w *sdk.Writer) { w.Gauge(goUp, 1, "a"); w.Gauge(goBad, 1, "a"); w.Gauge(up, 1, "a") })
-	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a}}, merge.Options{ReservedPrefixes: []string{"plexporter_", "go_"}})
+	r := guard.Merge([]guard.Input{{Plugin: "a", Batches: a}}, guard.Options{ReservedPrefixes: []string{"plexporter_", "go_"}})
 	if len(r.Families) != 1 || r.Families[0].Name != "x_up" {
 		t.Fatalf("families %v", r.Families)
 	}
-	conflict, invalid := merge.DropKey{"a", merge.ReasonConflict}, merge.DropKey{"a", merge.ReasonInvalidName}
+	conflict, invalid := guard.DropKey{"a", guard.ReasonConflict}, guard.DropKey{"a", guard.ReasonInvalidName}
 	if r.Drops[conflict] != 1 || r.Drops[invalid] != 1 || !strings.Contains(r.Causes[conflict], "prefix go_ is reserved") {
 		t.Fatalf("drops %v causes %v", r.Drops, r.Causes)
 	}
