@@ -144,7 +144,7 @@ unit:
 	@# net is an hour
 	$(GO) test -count=1 -timeout 60m ./...
 	@# the concurrent core again under the race detector (needs cgo)
-	CGO_ENABLED=1 $(GO) test -count=1 -race ./sdk/ ./sdk/fixture/ ./sdk/metricfilter/ ./internal/batch/ ./internal/guard/ ./host/internal/expose/ ./host/internal/scrape/ ./host/internal/supervise/ ./host/internal/push/
+	CGO_ENABLED=1 $(GO) test -count=1 -race ./sdk/ ./sdk/fixture/ ./sdk/metricfilter/ ./internal/wire/ ./internal/guard/ ./host/internal/expose/ ./host/internal/scrape/ ./host/internal/supervise/ ./host/internal/push/
 	@# plexporter-so's in-process tests load real shared objects (dlopen needs cgo)
 	CGO_ENABLED=1 $(GO) test -count=1 -race -skip '^(TestBadCollectorsCostTheirInstanceOnly|TestConformanceWithTheExampleCollector)$$' ./plugins/so/
 	@# nixl drains rings in the background while scrapes read its sums, and

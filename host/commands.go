@@ -131,17 +131,21 @@ func listMetrics(fl *fleet.Fleet, markdown bool) int {
 	// The host's own families first, under its own name: they are on
 	// every /metrics, whichever plugins run.
 	for _, d := range scrape.Catalogue() {
-		row(hostCatalogueName, d.Name, d.Type.String(), d.Labels, d.Help)
+		row(hostCatalogueName, d.Name, typeName(d.Type), d.Labels, d.Help)
 	}
 	for _, s := range fl.Supervisors() {
 		st := s.Status()
 		for _, m := range st.Info.GetMetrics() {
-			typ := strings.ToLower(strings.TrimPrefix(m.GetType().String(), "METRIC_TYPE_"))
-			row(st.Name, m.GetName(), typ, m.GetLabelNames(), m.GetHelp())
+			row(st.Name, m.GetName(), typeName(m.GetType()), m.GetLabelNames(), m.GetHelp())
 		}
 	}
 	tw.Flush()
 	return 0
+}
+
+// typeName is a metric type as a # TYPE line writes it ("counter").
+func typeName(t pluginv1.MetricType) string {
+	return strings.ToLower(strings.TrimPrefix(t.String(), "METRIC_TYPE_"))
 }
 
 // hostCatalogueName is the plugin column of the host's own families in

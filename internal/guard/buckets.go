@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -15,7 +15,7 @@ import (
 // twice), and a summary's quantiles must lie in [0, 1] and differ from each
 // other (a repeated one is a repeated series). A chunk that fails is
 // dropped whole: there is no telling which bucket the plugin meant.
-func checkBounds(ch batch.Chunk) (string, error) {
+func checkBounds(ch wire.Chunk) (string, error) {
 	bounds := ch.Bounds()
 	switch ch.Type() {
 	case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
@@ -51,7 +51,7 @@ func checkBounds(ch batch.Chunk) (string, error) {
 // cumulative reports whether histogram sample i's bucket counts are
 // cumulative: never decreasing, and none above the sample's count (the
 // +Inf bucket).
-func cumulative(ch *batch.Chunk, i int) bool {
+func cumulative(ch *wire.Chunk, i int) bool {
 	_, cum := ch.Buckets(i)
 	prev := uint64(0)
 	for _, c := range cum {

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -53,7 +53,7 @@ const (
 	// (ReasonForeignFamily, in owners.go: the family belongs to another
 	// plugin.)
 	// The plugin went past its series cap, or its batches past the byte
-	// budget that comes with the cap (internal/batch.LimitsFor).
+	// budget that comes with the cap (internal/wire.LimitsFor).
 	ReasonSeriesLimit = "series_limit"
 )
 
@@ -129,7 +129,7 @@ type Family struct {
 // Part is one chunk's contribution to a family.
 type Part struct {
 	// Chunk reads the plugin's chunk; the merge has checked its shape.
-	Chunk batch.Chunk
+	Chunk wire.Chunk
 	// Keep lists the sample indexes exposed, in order; nil means all of them.
 	Keep []int32
 }
@@ -191,7 +191,7 @@ func Merge(inputs []Input, opts Options) *Result {
 		for _, b := range in.Batches {
 			for _, c := range b.GetFamilies() {
 				if int(c.GetName()) < len(b.GetStrings()) {
-					m.sizeHint[batch.TableString(b.Strings[c.Name])] += len(c.Values)
+					m.sizeHint[wire.TableString(b.Strings[c.Name])] += len(c.Values)
 				}
 			}
 		}
@@ -289,11 +289,11 @@ func (m *merger) setCause(k DropKey, cause string) {
 
 func (m *merger) input(in Input) {
 	series, bytes := 0, 0
-	lim := batch.LimitsFor(in.MaxSeries)
+	lim := wire.LimitsFor(in.MaxSeries)
 	for bi, b := range in.Batches {
-		// The byte budget, as internal/batch.Drain applies it: the batch
+		// The byte budget, as internal/wire.Drain applies it: the batch
 		// that crosses it is the last one received, and it is not exposed.
-		if bytes += batch.Size(b); lim.MaxBytes > 0 && bytes > lim.MaxBytes {
+		if bytes += wire.Size(b); lim.MaxBytes > 0 && bytes > lim.MaxBytes {
 			m.overBudget(in, in.Batches[bi:], lim.MaxBytes)
 			break
 		}
@@ -345,7 +345,7 @@ func (m *merger) overBudget(in Input, batches []*pluginv1.Batch, budget int) {
 	n := 0
 	for _, b := range batches {
 		for _, c := range b.GetFamilies() {
-			if int(c.GetName()) < len(b.GetStrings()) && m.allow(in, batch.TableString(b.Strings[c.Name])) {
+			if int(c.GetName()) < len(b.GetStrings()) && m.allow(in, wire.TableString(b.Strings[c.Name])) {
 				n += len(c.Values)
 			}
 		}
@@ -355,13 +355,13 @@ func (m *merger) overBudget(in Input, batches []*pluginv1.Batch, budget int) {
 
 // chunk runs the guard's stages on one family chunk of a plugin's batch and
 // adds what passes to its family; it returns the plugin's series count.
-// The stages, in order, each one function: the chunk's shape (batch.Open),
+// The stages, in order, each one function: the chunk's shape (wire.Open),
 // the allowlist (allow), the family-level stages (familyStages), joining
 // the exposed family (joinFamily), then per sample the device filter and
 // the sample-level stages (sampleStages). A chunk refused by a family-level
 // stage is dropped whole, with that stage's reason.
 func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, series int) int {
-	ch, err := batch.Open(b, c)
+	ch, err := wire.Open(b, c)
 	if err != nil {
 		m.drop(in.Plugin, ReasonMalformed, max(len(c.Values), 1), err.Error())
 		return series
@@ -391,7 +391,7 @@ func (m *merger) chunk(in Input, b *pluginv1.Batch, c *pluginv1.FamilyChunk, ser
 // its metadata (names, help, unit: checkMetadata), the host's reserved
 // prefixes, family ownership (Options.Owners), histogram bounds
 // (checkBounds). It returns the first refusal's reason and cause, or "".
-func (m *merger) familyStages(in Input, ch batch.Chunk) (reason, cause string) {
+func (m *merger) familyStages(in Input, ch wire.Chunk) (reason, cause string) {
 	name := ch.Name()
 	if reason, err := checkMetadata(ch); err != nil {
 		return reason, err.Error()
@@ -412,7 +412,7 @@ func (m *merger) familyStages(in Input, ch batch.Chunk) (reason, cause string) {
 // checks that ch may join it: no series name collision with another
 // family, the same metadata as the plugin that exposed it first. A nil
 // family with no reason: newFamily dropped the chunk itself.
-func (m *merger) joinFamily(in Input, ch batch.Chunk) (f *Family, reason, cause string) {
+func (m *merger) joinFamily(in Input, ch wire.Chunk) (f *Family, reason, cause string) {
 	name := ch.Name()
 	f = m.byName[name]
 	if f == nil {
@@ -439,7 +439,7 @@ type chunkState struct {
 
 // samples runs the device filter and the sample-level stages on every
 // sample of ch and adds the samples that pass to f as one Part.
-func (m *merger) samples(in Input, f *Family, ch batch.Chunk, series int) int {
+func (m *merger) samples(in Input, f *Family, ch wire.Chunk, series int) int {
 	name, n := ch.Name(), ch.Len()
 	perSample := ch.SeriesPerSample()
 	if !f.seen.ready() {
@@ -500,7 +500,7 @@ func (m *merger) samples(in Input, f *Family, ch batch.Chunk, series int) int {
 // sample), duplicate series (last: it records the series as seen). It
 // returns the first refusal's reason, or "", and for an invalid label
 // value the index of the label (sampleCause formats the cause).
-func (m *merger) sampleStages(in Input, f *Family, ch *batch.Chunk, cs *chunkState, i int, lv []uint32, seriesAfter int) (reason string, bad int) {
+func (m *merger) sampleStages(in Input, f *Family, ch *wire.Chunk, cs *chunkState, i int, lv []uint32, seriesAfter int) (reason string, bad int) {
 	if bad := m.badValue(ch, lv); bad >= 0 {
 		return ReasonInvalidValue, bad
 	}
@@ -521,7 +521,7 @@ func (m *merger) sampleStages(in Input, f *Family, ch *batch.Chunk, cs *chunkSta
 
 // sampleCause is the cause, for the log, of sampleStages' refusal of
 // sample i; formatted only when dropSample wants it.
-func (m *merger) sampleCause(in Input, f *Family, ch *batch.Chunk, cs *chunkState, i int, lv []uint32, reason string, bad int) string {
+func (m *merger) sampleCause(in Input, f *Family, ch *wire.Chunk, cs *chunkState, i int, lv []uint32, reason string, bad int) string {
 	name := f.Name
 	switch {
 	case reason == ReasonInvalidValue:
@@ -542,7 +542,7 @@ func (m *merger) sampleCause(in Input, f *Family, ch *batch.Chunk, cs *chunkStat
 // used by another family. A family that would collide is kept as a marker,
 // so that its later chunks are dropped for the same reason; it returns nil
 // for a reserved name.
-func (m *merger) newFamily(in Input, ch batch.Chunk) *Family {
+func (m *merger) newFamily(in Input, ch wire.Chunk) *Family {
 	name := ch.Name()
 	f := &Family{Name: name, Type: ch.Type(), Help: ch.Help(), Unit: ch.Unit(), Plugin: in.Plugin}
 	names := seriesNames(name, f.Type)
@@ -574,7 +574,7 @@ func (m *merger) newFamily(in Input, ch batch.Chunk) *Family {
 
 // deviceAllowed applies Options.Devices to the device label value at
 // string index idx, once per batch and value.
-func (m *merger) deviceAllowed(ch *batch.Chunk, idx uint32) bool {
+func (m *merger) deviceAllowed(ch *wire.Chunk, idx uint32) bool {
 	switch m.devices[idx] {
 	case 1:
 		return true
@@ -590,7 +590,7 @@ func (m *merger) deviceAllowed(ch *batch.Chunk, idx uint32) bool {
 }
 
 // badValue returns the index of the first invalid label value, or -1.
-func (m *merger) badValue(ch *batch.Chunk, lv []uint32) int {
+func (m *merger) badValue(ch *wire.Chunk, lv []uint32) int {
 	for j, idx := range lv {
 		switch m.valid[idx] {
 		case 1:
@@ -666,7 +666,7 @@ func (s *seenSet) put(sum uint64, r ref) {
 }
 
 // duplicate records the series and reports whether it was seen before.
-func (f *Family) duplicate(h *maphash.Hash, ch *batch.Chunk, lv []uint32, part *Part, partIdx, sample int32) bool {
+func (f *Family) duplicate(h *maphash.Hash, ch *wire.Chunk, lv []uint32, part *Part, partIdx, sample int32) bool {
 	h.Reset()
 	for _, idx := range lv {
 		h.WriteString(ch.String(idx))
@@ -708,7 +708,7 @@ func (f *Family) duplicate(h *maphash.Hash, ch *batch.Chunk, lv []uint32, part *
 }
 
 // differs names the metadata in which a chunk differs from the family.
-func (f *Family) differs(ch batch.Chunk) string {
+func (f *Family) differs(ch wire.Chunk) string {
 	switch {
 	case f.Type != ch.Type():
 		return "type"
@@ -727,7 +727,7 @@ func (f *Family) differs(ch batch.Chunk) string {
 	return ""
 }
 
-func labelString(names []string, ch *batch.Chunk, lv []uint32) string {
+func labelString(names []string, ch *wire.Chunk, lv []uint32) string {
 	var s strings.Builder
 	s.WriteByte('{')
 	for j, idx := range lv {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -30,7 +30,7 @@ func ValidLabelName(name string) bool {
 // checkNames validates a chunk's family and label names: legacy charset, no
 // label given twice, and no label a histogram's or summary's own series add
 // ("le", "quantile"), which would collide with them.
-func checkNames(ch batch.Chunk) error {
+func checkNames(ch wire.Chunk) error {
 	name := ch.Name()
 	if !ValidMetricName(name) {
 		return fmt.Errorf("invalid metric name %q", name)
@@ -72,7 +72,7 @@ func reservedPrefix(name string, prefixes []string) (string, bool) {
 // count, and help and unit (valid UTF-8 — the string table is bytes, so
 // nothing checked them before — and within their lengths). It returns the
 // drop reason with the error.
-func checkMetadata(ch batch.Chunk) (string, error) {
+func checkMetadata(ch wire.Chunk) (string, error) {
 	name := ch.Name()
 	if len(name) > MaxNameLen {
 		return ReasonInvalidName, fmt.Errorf("metric name %q... is %d bytes long, more than %d", name[:64], len(name), MaxNameLen)

@@ -3,9 +3,8 @@ package guard
 import (
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/testkit/batchtest"
-	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/internal/wire"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
 // legacyMetricName and legacyLabelName are the host's hand-written checks
@@ -81,41 +80,46 @@ func FuzzNameChecksMatchLegacyRules(f *testing.F) {
 
 func TestCheckNames(t *testing.T) {
 	for _, tc := range []struct {
-		desc    *sdk.Desc
+		desc    *wire.Header
 		wantErr string // "" means valid
 	}{
-		{sdk.NewDesc("x_ok", sdk.Gauge, "", "dev", "port"), ""},
-		{sdk.NewDesc("x:recorded", sdk.Gauge, ""), ""},
-		{sdk.NewDesc("x_le_is_fine_on_gauges", sdk.Gauge, "", "le", "quantile"), ""},
-		{sdk.NewDesc("x_quantile_on_histogram", sdk.Histogram, "", "quantile"), ""},
-		{sdk.NewDesc("x_le_on_summary", sdk.Summary, "", "le"), ""},
-		{sdk.NewDesc("9x", sdk.Gauge, ""), `invalid metric name "9x"`},
-		{sdk.NewDesc("x-y", sdk.Gauge, ""), `invalid metric name "x-y"`},
-		{sdk.NewDesc("x_bad_label", sdk.Gauge, "", "dev", "a:b"), `family x_bad_label: invalid label name "a:b"`},
-		{sdk.NewDesc("x_reserved", sdk.Gauge, "", "__name__"), `family x_reserved: invalid label name "__name__"`},
-		{sdk.NewDesc("x_twice", sdk.Gauge, "", "dev", "port", "dev"), `family x_twice: label "dev" given twice`},
-		{sdk.NewDesc("x_hist", sdk.Histogram, "", "op", "le"), `family x_hist: label "le" is reserved for its type`},
-		{sdk.NewDesc("x_sum", sdk.Summary, "", "quantile"), `family x_sum: label "quantile" is reserved for its type`},
+		{header("x_ok", pluginv1.MetricType_METRIC_TYPE_GAUGE, "", "dev", "port"), ""},
+		{header("x:recorded", pluginv1.MetricType_METRIC_TYPE_GAUGE, ""), ""},
+		{header("x_le_is_fine_on_gauges", pluginv1.MetricType_METRIC_TYPE_GAUGE, "", "le", "quantile"), ""},
+		{header("x_quantile_on_histogram", pluginv1.MetricType_METRIC_TYPE_HISTOGRAM, "", "quantile"), ""},
+		{header("x_le_on_summary", pluginv1.MetricType_METRIC_TYPE_SUMMARY, "", "le"), ""},
+		{header("9x", pluginv1.MetricType_METRIC_TYPE_GAUGE, ""), `invalid metric name "9x"`},
+		{header("x-y", pluginv1.MetricType_METRIC_TYPE_GAUGE, ""), `invalid metric name "x-y"`},
+		{header("x_bad_label", pluginv1.MetricType_METRIC_TYPE_GAUGE, "", "dev", "a:b"), `family x_bad_label: invalid label name "a:b"`},
+		{header("x_reserved", pluginv1.MetricType_METRIC_TYPE_GAUGE, "", "__name__"), `family x_reserved: invalid label name "__name__"`},
+		{header("x_twice", pluginv1.MetricType_METRIC_TYPE_GAUGE, "", "dev", "port", "dev"), `family x_twice: label "dev" given twice`},
+		{header("x_hist", pluginv1.MetricType_METRIC_TYPE_HISTOGRAM, "", "op", "le"), `family x_hist: label "le" is reserved for its type`},
+		{header("x_sum", pluginv1.MetricType_METRIC_TYPE_SUMMARY, "", "quantile"), `family x_sum: label "quantile" is reserved for its type`},
 		// The first problem in label order is reported.
-		{sdk.NewDesc("x_order", sdk.Histogram, "", "le", "le"), `family x_order: label "le" is reserved for its type`},
-		{sdk.NewDesc("x_order2", sdk.Gauge, "", "a", "a", "__b"), `family x_order2: label "a" given twice`},
+		{header("x_order", pluginv1.MetricType_METRIC_TYPE_HISTOGRAM, "", "le", "le"), `family x_order: label "le" is reserved for its type`},
+		{header("x_order2", pluginv1.MetricType_METRIC_TYPE_GAUGE, "", "a", "a", "__b"), `family x_order2: label "a" given twice`},
 	} {
 		t.Run(tc.desc.Name, func(t *testing.T) {
-			batches := batchtest.Record(func(w *sdk.Writer) {
-				lv := make([]string, len(tc.desc.Labels))
-				switch tc.desc.Type {
-				case sdk.Histogram:
-					w.Histogram(tc.desc, nil, nil, 0, 0, lv...)
-				case sdk.Summary:
-					w.Summary(tc.desc, nil, nil, 0, 0, lv...)
-				default:
-					w.Gauge(tc.desc, 1, lv...)
-				}
-			})
+			var rec wire.Recorder
+			e := wire.NewEncoder(0, false, rec.Send)
+			lv := make([]string, len(tc.desc.Labels))
+			c := e.Open(tc.desc, nil, false)
+			switch tc.desc.Type {
+			case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
+				e.AddHistogram(c, lv, nil, 0, 0)
+			case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
+				e.AddSummary(c, lv, nil, 0, 0)
+			default:
+				e.AddValue(c, lv, 1)
+			}
+			if err := e.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			batches := rec.Batches
 			if len(batches) != 1 || len(batches[0].Families) != 1 {
 				t.Fatalf("writer produced %d batches", len(batches))
 			}
-			ch, err := batch.Open(batches[0], batches[0].Families[0])
+			ch, err := wire.Open(batches[0], batches[0].Families[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,6 +132,11 @@ func TestCheckNames(t *testing.T) {
 			}
 		})
 	}
+}
+
+// header is the chunk header of a family written by TestCheckNames.
+func header(name string, typ pluginv1.MetricType, help string, labels ...string) *wire.Header {
+	return &wire.Header{Name: name, Type: typ, Help: help, Labels: labels}
 }
 
 func TestReservedPrefix(t *testing.T) {

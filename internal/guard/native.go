@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/wire"
 )
 
 // Native histogram schemas Prometheus knows: each power of two split into
@@ -16,7 +16,7 @@ const (
 )
 
 // checkNative applies the guard's native histogram rules to sample i of a
-// native chunk (batch.Chunk.IsNative): the schema in [MinNativeSchema,
+// native chunk (wire.Chunk.IsNative): the schema in [MinNativeSchema,
 // MaxNativeSchema], a zero threshold that is a finite number of at least 0,
 // every span after a side's first with an offset (a gap) of at least 0,
 // every bucket's count reconstructed from the deltas at least 0, and the
@@ -25,7 +25,7 @@ const (
 // Prometheus's own histogram validation. How many deltas the spans
 // address is the chunk's shape, checked when it was opened (malformed).
 // It returns "" for a valid sample, otherwise what is wrong with it.
-func checkNative(ch *batch.Chunk, i int) string {
+func checkNative(ch *wire.Chunk, i int) string {
 	n := ch.Native(i)
 	if n.Schema < MinNativeSchema || n.Schema > MaxNativeSchema {
 		return fmt.Sprintf("schema %d outside [%d, %d]", n.Schema, MinNativeSchema, MaxNativeSchema)

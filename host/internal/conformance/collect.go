@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -47,9 +47,9 @@ func (c *checker) collect(in *instance, s supervise.Settings) *collection {
 	defer cancel()
 	col := &collection{}
 	began := time.Now()
-	stream, err := in.client.Collect(ctx, &pluginv1.CollectRequest{}, batch.MaxMessage)
+	stream, err := in.client.Collect(ctx, &pluginv1.CollectRequest{}, wire.MaxMessage)
 	if err == nil {
-		col.batches, col.errors, err = batch.Drain(stream, batch.LimitsFor(s.MaxSeries))
+		col.batches, col.errors, err = wire.Drain(stream, wire.LimitsFor(s.MaxSeries))
 	}
 	col.err, col.took = err, time.Since(began)
 	in.lastCollect = time.Now()
@@ -96,7 +96,7 @@ func familiesSent(batches []*pluginv1.Batch) map[string]int {
 			}
 			name := fmt.Sprintf("<string index %d outside the table>", ch.GetName())
 			if int(ch.GetName()) < len(b.GetStrings()) {
-				name = batch.TableString(b.GetStrings()[ch.GetName()])
+				name = wire.TableString(b.GetStrings()[ch.GetName()])
 			}
 			out[name] += len(ch.GetValues())
 		}
@@ -184,7 +184,7 @@ func (c *checker) cancel(main *instance) {
 	usual := median(c.durations)
 	ctx, cancel := context.WithCancel(context.Background())
 	began := time.Now()
-	stream, err := main.client.Collect(ctx, &pluginv1.CollectRequest{}, batch.MaxMessage)
+	stream, err := main.client.Collect(ctx, &pluginv1.CollectRequest{}, wire.MaxMessage)
 	ended := false
 	if err == nil {
 		// Half-way through a collect that sends nothing before its end: by

@@ -26,7 +26,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/launch"
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -304,11 +304,11 @@ func (c *checker) configured(s supervise.Settings) (*instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
-	if _, err := in.client.Info(in.ctx, &pluginv1.InfoRequest{}, batch.MaxMessage); err != nil {
+	if _, err := in.client.Info(in.ctx, &pluginv1.InfoRequest{}, wire.MaxMessage); err != nil {
 		c.retire(in)
 		return nil, fmt.Errorf("Info: %w", err)
 	}
-	if _, err := in.client.Configure(in.ctx, s.ConfigureRequest(), batch.MaxMessage); err != nil {
+	if _, err := in.client.Configure(in.ctx, s.ConfigureRequest(), wire.MaxMessage); err != nil {
 		c.retire(in)
 		return nil, fmt.Errorf("Configure: %w", err)
 	}

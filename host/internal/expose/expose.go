@@ -16,8 +16,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -170,7 +170,7 @@ func (t *textWriter) family(f *guard.Family) {
 
 // sample writes "name{labels} " (the value follows). lv are the sample's
 // label-value references into c's string table (Chunk.LabelRefs).
-func (t *textWriter) sample(name, suffix string, names []string, c *batch.Chunk, lv []uint32, extra string, extraVal float64) {
+func (t *textWriter) sample(name, suffix string, names []string, c *wire.Chunk, lv []uint32, extra string, extraVal float64) {
 	b := append(t.buf, name...)
 	b = append(b, suffix...)
 	if len(lv) > 0 || extra != "" {

@@ -19,9 +19,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plexporter/plexporter/host/internal/expose"
-	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/guard"
 	"github.com/plexporter/plexporter/internal/testkit/batchtest"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/sdktest"
@@ -322,8 +322,8 @@ func TestByteBudget(t *testing.T) {
 			w.Gauge(d, 1, fmt.Sprint(i))
 		})...)
 	}
-	if batch.LimitsFor(20).MaxBytes != 4<<20 {
-		t.Fatalf("budget %d: this test expects 4 MiB", batch.LimitsFor(20).MaxBytes)
+	if wire.LimitsFor(20).MaxBytes != 4<<20 {
+		t.Fatalf("budget %d: this test expects 4 MiB", wire.LimitsFor(20).MaxBytes)
 	}
 	r := guard.Merge([]guard.Input{{Plugin: "p", Batches: batches, MaxSeries: 20}}, guard.Options{})
 	wantDrops(t, r, "p", map[string]int{guard.ReasonSeriesLimit: 4})
@@ -353,7 +353,7 @@ func (f *flood) Recv() (*pluginv1.CollectResponse, error) {
 func TestDrainAndGuardAgreeOnTheCap(t *testing.T) {
 	for _, limit := range []int{1, 999, 1000, 1001, 2500} {
 		f := &flood{}
-		batches, _, err := batch.Drain(f, batch.LimitsFor(limit))
+		batches, _, err := wire.Drain(f, wire.LimitsFor(limit))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -182,7 +182,7 @@ func insert(ls []prompb.Label, l prompb.Label, replace bool) []prompb.Label {
 	return ls
 }
 
-func (b *labelBuilder) reset(names []string, c *batch.Chunk, refs []uint32) {
+func (b *labelBuilder) reset(names []string, c *wire.Chunk, refs []uint32) {
 	b.own = b.own[:0]
 	for j, ref := range refs {
 		if v := c.String(ref); v != "" { // an empty value is no label, as Prometheus reads the text

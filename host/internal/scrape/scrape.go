@@ -5,6 +5,7 @@ package scrape
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"log/slog"
 	"slices"
@@ -20,11 +21,9 @@ import (
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/guard"
-	"github.com/plexporter/plexporter/internal/sdkhook"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
-	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
@@ -292,22 +291,22 @@ func (s *Scraper) hostFamilies(r *report) []*guard.Family {
 			runtime = append(runtime, mf)
 		}
 	}
-	var rec batch.Recorder
-	s.healthWriters.write(rec.Send, func(w *sdk.Writer) {
+	var rec wire.Recorder
+	s.healthWriters.write(rec.Send, func(w *selfWriter) {
 		r.write(w)
-		w.WriteFamilies(health)
+		w.families(health)
 	})
-	s.runtimeWriters.write(rec.Send, func(w *sdk.Writer) { w.WriteFamilies(runtime) })
+	s.runtimeWriters.write(rec.Send, func(w *selfWriter) { w.families(runtime) })
 	opts := s.opts
 	opts.ReservedPrefixes = nil
 	opts.Filter = nil // applied by the Writers
 	return guard.Merge([]guard.Input{{Plugin: "plexporter", Batches: rec.Batches}}, opts).Families
 }
 
-// writerPool keeps the Writers of the host's own families from scrape to
+// writerPool keeps the writers of the host's own families from scrape to
 // scrape (about 17 kB of tables and maps each, two a scrape). A flushed
-// Writer holds nothing the merge uses: the batches it sent are the
-// Recorder's. A pooled Writer still names the last scrape's chunks until
+// writer holds nothing the merge uses: the batches it sent are the
+// Recorder's. A pooled writer still names the last scrape's chunks until
 // it is restarted for the next: a few kB, and the pool lets go of it at
 // the next collections.
 type writerPool struct {
@@ -315,18 +314,50 @@ type writerPool struct {
 	pool   sync.Pool
 }
 
-// write runs fill on a Writer of the pool's filter that sends to send,
+// write runs fill on a writer of the pool's filter that sends to send,
 // then flushes it.
-func (p *writerPool) write(send func(*pluginv1.CollectResponse) error, fill func(*sdk.Writer)) {
-	w, ok := p.pool.Get().(*sdk.Writer)
+func (p *writerPool) write(send func(*pluginv1.CollectResponse) error, fill func(*selfWriter)) {
+	w, ok := p.pool.Get().(*selfWriter)
 	if ok {
-		sdkhook.RestartWriter(w, send)
+		w.enc.Restart(send)
 	} else {
-		w = sdkhook.NewWriter[*sdk.Writer](p.filter, "", send)
+		// No recycling: the Recorder keeps the batches sent.
+		w = &selfWriter{enc: wire.NewEncoder(0, false, send), filter: p.filter, enabled: map[*wire.Header]bool{}}
 	}
 	fill(w)
-	_ = w.Flush() // the Recorder's Send never fails
+	_ = w.enc.Flush() // the Recorder's Send never fails
 	p.pool.Put(w)
+}
+
+// selfWriter writes the host's own families straight into batches with
+// the wire format's encoder, applying its filter once per family as a
+// plugin's Writer applies the allowlist.
+type selfWriter struct {
+	enc     *wire.Encoder
+	filter  *metricfilter.Filter
+	enabled map[*wire.Header]bool // the filter's answers for the report's families
+}
+
+// value writes one sample of family h (a counter or a gauge).
+func (w *selfWriter) value(h *wire.Header, v float64, lv ...string) {
+	on, ok := w.enabled[h]
+	if !ok {
+		on = w.filter.Allow(h.Name)
+		w.enabled[h] = on
+	}
+	if !on || w.enc.SendErr() != nil {
+		return
+	}
+	if len(lv) != len(h.Labels) { // a mistake in this package
+		w.enc.Error("host", fmt.Sprintf("family %s has %d label names but a sample has %d values", h.Name, len(h.Labels), len(lv)))
+		return
+	}
+	w.enc.AddValue(w.enc.Open(h, nil, false), lv, v)
+}
+
+// families writes client_golang's families.
+func (w *selfWriter) families(mfs []*dto.MetricFamily) {
+	wire.WriteFamilies(w.enc, mfs, "", w.filter.Allow)
 }
 
 // healthPrefix starts the host's own health families.
@@ -344,7 +375,7 @@ const maxLogged = 4096
 
 // maxErrorLines is the number of partial errors logged per plugin and
 // merge; a plugin making up new messages on every collect costs at most
-// that many lines (of at most batch.MaxErrorLen) per scrape.
+// that many lines (of at most wire.MaxErrorLen) per scrape.
 const maxErrorLines = 10
 
 // logOnce logs each distinct drop cause and plugin error once per process.

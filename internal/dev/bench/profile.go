@@ -331,7 +331,7 @@ var areas = []struct{ prefix, area string }{
 	{"github.com/prometheus/procfs", "self-metrics (procfs)"},
 	{"github.com/plexporter/plexporter/internal/guard", "merge (guard)"},
 	{"github.com/plexporter/plexporter/host/internal/expose", "expose (text writer)"},
-	{"github.com/plexporter/plexporter/internal/batch", "batch format (check, view, client_model)"},
+	{"github.com/plexporter/plexporter/internal/wire", "batch format (check, view, client_model)"},
 	{"github.com/plexporter/plexporter/sdk", "sdk Writer"},
 	{"github.com/plexporter/plexporter/internal/dev/bench", "bench plugin"},
 	{"github.com/plexporter/plexporter/plugins/", "plugin code"},

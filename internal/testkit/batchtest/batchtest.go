@@ -7,18 +7,18 @@ package batchtest
 import (
 	"fmt"
 
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/sdkhook"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
 // Record runs fn against an unfiltered SDK writer and returns the batches it
-// produced. Partial errors fn records are not kept; use batch.Recorder
+// produced. Partial errors fn records are not kept; use wire.Recorder
 // for those, or for a filter or prefix.
 func Record(fn func(w *sdk.Writer)) []*pluginv1.Batch {
-	var rec batch.Recorder
-	w := sdkhook.NewWriter[*sdk.Writer](nil, "", rec.Send)
+	var rec wire.Recorder
+	w := sdktest.NewWriter(nil, "", rec.Send)
 	fn(w)
 	if err := w.Flush(); err != nil {
 		panic(err) // Recorder.Send never fails

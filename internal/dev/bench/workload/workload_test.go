@@ -9,10 +9,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/sdkhook"
-	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/internal/wire"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
+	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
 func TestCounts(t *testing.T) {
@@ -60,15 +59,15 @@ func text(t *testing.T, mfs []*dto.MetricFamily) string {
 
 func planFamilies(t *testing.T, filter *metricfilter.Filter, n, shards int) []*dto.MetricFamily {
 	t.Helper()
-	var rec batch.Recorder
+	var rec wire.Recorder
 	for shard := range shards {
-		w := sdkhook.NewWriter[*sdk.Writer](filter, "", rec.Send)
+		w := sdktest.NewWriter(filter, "", rec.Send)
 		NewPlan(n, shard, shards).Write(w)
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mfs, err := batch.Families(rec.Batches)
+	mfs, err := wire.Families(rec.Batches)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +110,7 @@ func TestAllowlistSelectsTenPercent(t *testing.T) {
 	for _, mf := range mfs {
 		for _, m := range mf.Metric {
 			if h := m.GetHistogram(); h != nil {
-				series += len(h.Bucket) + 2 // batch.Families includes the +Inf bucket
+				series += len(h.Bucket) + 2 // wire.Families includes the +Inf bucket
 			} else {
 				series++
 			}

@@ -1,13 +1,13 @@
-package batch_test
+package wire_test
 
 import (
 	"errors"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/sdkhook"
+	"github.com/plexporter/plexporter/internal/wire"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
+	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
 func TestRecorder(t *testing.T) {
@@ -15,8 +15,8 @@ func TestRecorder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec batch.Recorder
-	w := sdkhook.NewWriter[*sdk.Writer](filter, "", rec.Send)
+	var rec wire.Recorder
+	w := sdktest.NewWriter(filter, "", rec.Send)
 	for i := range sdk.DefaultBatchSamples + 1 {
 		w.Gauge(gaugeDesc, float64(i), "d", "s"+string(rune('a'+i%26)))
 	}

@@ -6,4 +6,4 @@
 // Everything else in the module (the host's merge and encoders, sdktest,
 // the benchmarks) reads batches through this package, so the layout of the
 // packed columns is known in exactly one place.
-package batch
+package wire

@@ -1,4 +1,4 @@
-package batch_test
+package wire_test
 
 import (
 	"os"
@@ -13,18 +13,18 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/testkit/batchtest"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
 // nativeChunks opens every chunk of the Natives fixture.
-func nativeChunks(t testing.TB) []batch.Chunk {
+func nativeChunks(t testing.TB) []wire.Chunk {
 	t.Helper()
-	var out []batch.Chunk
+	var out []wire.Chunk
 	for _, b := range batchtest.Natives("t_") {
 		for _, c := range b.Families {
-			ch, err := batch.Open(b, c)
+			ch, err := wire.Open(b, c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func TestNativeView(t *testing.T) {
 	if ch.Count(0) != 10 || ch.Value(0) != 1.75 {
 		t.Errorf("native-only sample: count %d sum %v", ch.Count(0), ch.Value(0))
 	}
-	if empty := ch.Native(1); empty.Schema != -4 || !batch.NeedsNoopSpan(empty) || batch.NeedsNoopSpan(only) {
+	if empty := ch.Native(1); empty.Schema != -4 || !wire.NeedsNoopSpan(empty) || wire.NeedsNoopSpan(only) {
 		t.Errorf("empty sample = %+v, or the no-op span rule is wrong", empty)
 	}
 	bc := chunks[1]
@@ -66,7 +66,7 @@ func TestNativeView(t *testing.T) {
 	if bounds, cum := bc.Buckets(0); !slices.Equal(bounds, []float64{0, 1}) || !slices.Equal(cum, []uint64{3, 6}) || bc.SeriesPerSample() != 5 {
 		t.Errorf("classic buckets beside the native ones: %v %v, %d series", bounds, cum, bc.SeriesPerSample())
 	}
-	if got := batch.Series(&pluginv1.Batch{Families: []*pluginv1.FamilyChunk{{Type: pluginv1.MetricType_METRIC_TYPE_HISTOGRAM, Values: []float64{0}, NativeSchemas: []int32{0}}}}); got != 3 {
+	if got := wire.Series(&pluginv1.Batch{Families: []*pluginv1.FamilyChunk{{Type: pluginv1.MetricType_METRIC_TYPE_HISTOGRAM, Values: []float64{0}, NativeSchemas: []int32{0}}}}); got != 3 {
 		t.Errorf("a native histogram counts %d series, want 3 (its classic series)", got)
 	}
 }
@@ -105,7 +105,7 @@ func nativeChunk() (*pluginv1.Batch, *pluginv1.FamilyChunk) {
 
 func TestCheckNativeShape(t *testing.T) {
 	b, c := nativeChunk()
-	ch, err := batch.Open(b, c)
+	ch, err := wire.Open(b, c)
 	if err != nil {
 		t.Fatalf("valid native chunk refused: %v", err)
 	}
@@ -133,7 +133,7 @@ func TestCheckNativeShape(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b, c := nativeChunk()
 			tc.breakIt(c)
-			err := batch.Check(b, c)
+			err := wire.Check(b, c)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Check = %v, want an error containing %q", err, tc.want)
 			}
@@ -147,25 +147,25 @@ func TestCheckNativeShape(t *testing.T) {
 func FuzzCheck(f *testing.F) {
 	for _, bs := range [][]*pluginv1.Batch{batchtest.Natives("f_"), batchtest.Mix("m_", 30)} {
 		for _, b := range bs {
-			wire, err := proto.Marshal(b)
+			raw, err := proto.Marshal(b)
 			if err != nil {
 				f.Fatal(err)
 			}
-			f.Add(wire)
+			f.Add(raw)
 		}
 	}
 	b, c := nativeChunk()
 	b.Families = []*pluginv1.FamilyChunk{c}
-	wire, _ := proto.Marshal(b)
-	f.Add(wire)
-	f.Fuzz(func(t *testing.T, wire []byte) {
+	raw, _ := proto.Marshal(b)
+	f.Add(raw)
+	f.Fuzz(func(t *testing.T, raw []byte) {
 		var b pluginv1.Batch
-		if proto.Unmarshal(wire, &b) != nil {
+		if proto.Unmarshal(raw, &b) != nil {
 			return
 		}
-		_, _ = batch.Series(&b), batch.Size(&b)
+		_, _ = wire.Series(&b), wire.Size(&b)
 		for _, c := range b.Families {
-			ch, err := batch.Open(&b, c)
+			ch, err := wire.Open(&b, c)
 			if err != nil {
 				continue
 			}
@@ -225,12 +225,12 @@ func TestNativeHistogramsOnAnOldHost(t *testing.T) {
 		t.Fatal("the baseline already has field 12: not the 1.0 protocol")
 	}
 	for _, b := range batchtest.Natives("o_") {
-		wire, err := proto.Marshal(b)
+		raw, err := proto.Marshal(b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m := old.New().Interface()
-		if err := proto.Unmarshal(wire, m); err != nil {
+		if err := proto.Unmarshal(raw, m); err != nil {
 			t.Fatalf("the 1.0 protocol cannot decode a 1.1 batch: %v", err)
 		}
 		// What the old host's code can see: the known fields only.
@@ -243,7 +243,7 @@ func TestNativeHistogramsOnAnOldHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		for j, c := range asOld.Families {
-			ch, err := batch.Open(&asOld, c)
+			ch, err := wire.Open(&asOld, c)
 			if err != nil {
 				t.Fatalf("chunk %d is malformed for a 1.0 host: %v", j, err)
 			}
@@ -277,7 +277,7 @@ func dropUnknown(m proto.Message) proto.Message {
 func TestSizeCountsNativeColumns(t *testing.T) {
 	b, c := nativeChunk()
 	b.Families = []*pluginv1.FamilyChunk{c}
-	with := batch.Size(b)
+	with := wire.Size(b)
 	classic := proto.Clone(c).(*pluginv1.FamilyChunk)
 	classic.NativeSchemas, classic.NativeZeroThresholds, classic.NativeZeroCounts = nil, nil, nil
 	classic.NativePositiveSpanCounts, classic.NativeNegativeSpanCounts = nil, nil
@@ -285,7 +285,7 @@ func TestSizeCountsNativeColumns(t *testing.T) {
 	b.Families = []*pluginv1.FamilyChunk{classic}
 	// 2 schemas, 4 span counts, 2 offsets, 2 lengths: 4 bytes each; 2 zero
 	// thresholds, 2 zero counts, 3 deltas: 8 each; the index of 2(2+1) uint32.
-	if want := 4*(2+4+2+2) + 8*(2+2+3) + 8*3; with-batch.Size(b) != want {
-		t.Errorf("native columns count %d bytes, want %d", with-batch.Size(b), want)
+	if want := 4*(2+4+2+2) + 8*(2+2+3) + 8*3; with-wire.Size(b) != want {
+		t.Errorf("native columns count %d bytes, want %d", with-wire.Size(b), want)
 	}
 }

@@ -1,4 +1,4 @@
-package batch_test
+package wire_test
 
 import (
 	"bytes"
@@ -12,9 +12,9 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/dev/bench/workload"
 	"github.com/plexporter/plexporter/internal/testkit/batchtest"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 )
@@ -92,18 +92,18 @@ func TestInvalidUTF8EntryDecodes(t *testing.T) {
 		Strings:  [][]byte{nil, []byte("x_up"), []byte("dev"), []byte("bad\xff"), []byte("good")},
 		Families: []*pluginv1.FamilyChunk{{Name: 1, Type: pluginv1.MetricType_METRIC_TYPE_GAUGE, LabelNames: []uint32{2}, LabelValues: []uint32{3, 4}, Values: []float64{1, 2}}},
 	}
-	wire, err := proto.Marshal(b)
+	raw, err := proto.Marshal(b)
 	if err != nil {
 		t.Fatalf("marshal with an invalid entry: %v", err)
 	}
-	if err := proto.Unmarshal(wire, oldBatch(t).New().Interface()); err == nil {
+	if err := proto.Unmarshal(raw, oldBatch(t).New().Interface()); err == nil {
 		t.Fatal("the string declaration decoded invalid UTF-8; this test no longer shows why the table is bytes")
 	}
 	var got pluginv1.Batch
-	if err := proto.Unmarshal(wire, &got); err != nil {
+	if err := proto.Unmarshal(raw, &got); err != nil {
 		t.Fatalf("unmarshal: %v", err)
 	}
-	ch, err := batch.Open(&got, got.Families[0])
+	ch, err := wire.Open(&got, got.Families[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,12 +127,12 @@ func TestLimitsFitRealBatches(t *testing.T) {
 	} {
 		series, size := 0, 0
 		for _, b := range bs {
-			series, size = series+batch.Series(b), size+batch.Size(b)
+			series, size = series+wire.Series(b), size+wire.Size(b)
 		}
 		perSeries := float64(size) / float64(series)
 		t.Logf("%s: %d series, %.1f bytes per series decoded", name, series, perSeries)
-		if perSeries*3 > batch.BytesPerSeries {
-			t.Errorf("%s: %.1f bytes per series, less than 3x below the budget of %d", name, perSeries, batch.BytesPerSeries)
+		if perSeries*3 > wire.BytesPerSeries {
+			t.Errorf("%s: %.1f bytes per series, less than 3x below the budget of %d", name, perSeries, wire.BytesPerSeries)
 		}
 	}
 }

@@ -1,20 +1,20 @@
-package batch
+package wire
 
 import (
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
-// Recorder keeps what an in-process sdk.Writer sends, for code that builds
-// batches without a gRPC stream (the host's self-metrics, tests,
-// benchmarks):
+// Recorder keeps what an in-process Encoder (or sdk.Writer) sends, for
+// code that builds batches without a gRPC stream (the host's self-metrics,
+// tests, benchmarks):
 //
-//	var rec batch.Recorder
-//	w := sdkhook.NewWriter[*sdk.Writer](filter, "", rec.Send)
+//	var rec wire.Recorder
+//	enc := wire.NewEncoder(0, false, rec.Send) // or sdktest.NewWriter(filter, "", rec.Send)
 //	... write samples ...
-//	err := w.Flush()
+//	err := enc.Flush()
 //	use(rec.Batches)
 //
-// It takes the send function rather than the Writer so this package stays
+// It takes the send function rather than a writer so this package stays
 // below the SDK: the format does not depend on its producer.
 // internal/testkit/batchtest.Record wraps it for a one-line test fixture.
 type Recorder struct {

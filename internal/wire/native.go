@@ -1,4 +1,4 @@
-package batch
+package wire
 
 import (
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"

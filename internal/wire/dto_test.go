@@ -1,4 +1,4 @@
-package batch_test
+package wire_test
 
 import (
 	"math"
@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/testkit/batchtest"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 )
@@ -23,7 +23,7 @@ func TestFamilies(t *testing.T) {
 		w.Gauge(gaugeDesc, 2, "d1", "s")
 		w.Summary(summaryDesc, []float64{0.5}, []float64{0.25}, 3, 0.75)
 	})
-	got, err := batch.Families(append(first, second...))
+	got, err := wire.Families(append(first, second...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestFamilies(t *testing.T) {
 func TestFamiliesRefusesMalformed(t *testing.T) {
 	b := batchtest.Record(func(w *sdk.Writer) { w.Gauge(gaugeDesc, 1, "d0", "s") })
 	b[0].Families[0].Values = append(b[0].Families[0].Values, 2) // a sample without labels
-	if _, err := batch.Families(b); err == nil {
+	if _, err := wire.Families(b); err == nil {
 		t.Fatal("malformed chunk converted")
 	}
 }
@@ -68,7 +68,7 @@ func TestDTOType(t *testing.T) {
 		pluginv1.MetricType_METRIC_TYPE_SUMMARY:   dto.MetricType_SUMMARY,
 		pluginv1.MetricType_METRIC_TYPE_UNTYPED:   dto.MetricType_UNTYPED,
 	} {
-		if got := batch.DTOType(typ); got != want {
+		if got := wire.DTOType(typ); got != want {
 			t.Errorf("DTOType(%v) = %v, want %v", typ, got, want)
 		}
 	}

@@ -1,12 +1,12 @@
-package batch_test
+package wire_test
 
 import (
 	"math"
 	"slices"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/batch"
 	"github.com/plexporter/plexporter/internal/testkit/batchtest"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 )
@@ -18,12 +18,12 @@ var (
 )
 
 // views opens every chunk of batches.
-func views(t *testing.T, batches []*pluginv1.Batch) map[string]batch.Chunk {
+func views(t *testing.T, batches []*pluginv1.Batch) map[string]wire.Chunk {
 	t.Helper()
-	out := map[string]batch.Chunk{}
+	out := map[string]wire.Chunk{}
 	for _, b := range batches {
 		for _, c := range b.Families {
-			ch, err := batch.Open(b, c)
+			ch, err := wire.Open(b, c)
 			if err != nil {
 				t.Fatal(err)
 			}
