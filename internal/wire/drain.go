@@ -26,7 +26,7 @@ type Stream interface {
 const MaxMessageBytes = 4 << 20
 
 // MaxMessage is the call option that applies MaxMessageBytes to a Collect
-// call: client.Collect(ctx, req, batch.MaxMessage).
+// call: client.Collect(ctx, req, wire.MaxMessage).
 var MaxMessage grpc.CallOption = grpc.MaxCallRecvMsgSize(MaxMessageBytes)
 
 // Limits bound what Drain keeps of one stream, so that a plugin that floods

@@ -114,7 +114,7 @@ func TestOpenMetricsEquivalentToExpfmt(t *testing.T) {
 }
 
 // The direct protobuf writer must produce exactly expfmt's bytes for the
-// client_model families batch.Families builds.
+// client_model families wire.Families builds.
 func TestProtobufEquivalentToExpfmt(t *testing.T) {
 	for name, fams := range map[string][]*guard.Family{
 		"edge":   edgeCases(),
