@@ -14,6 +14,8 @@ LISTEN    ?= 127.0.0.1:9880
 BUF_VERSION                := v1.75.0
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
+# The SDK's Go API check (`make proto-check`): golang.org/x/exp/cmd/apidiff.
+APIDIFF_VERSION            := v0.0.0-20261113113407-e3970619a1a4
 # Packaging tools (`make package`), pinned the same way.
 NFPM_VERSION               := v2.45.2
 CYCLONEDX_GOMOD_VERSION    := v1.10.0
@@ -24,7 +26,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Revision=$(REVISION) \
             -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build collectors run demo test test-stress unit lint cross conformance proto proto-check tools bench clean package image-rootfs lab python-example python-stubs python-stubs-check ebpf-generate-check
+.PHONY: all build collectors run demo test test-stress unit lint cross conformance proto proto-check sdk-api-check sdk-api-baseline tools bench clean package image-rootfs lab python-example python-stubs python-stubs-check ebpf-generate-check
 
 all: build
 
@@ -166,13 +168,15 @@ lint:
 	@# the demo builds of the plugins (make demo) replay captures
 	$(GO) vet -tags demo ./plugins/...
 
-tools: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
+tools: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc $(TOOLS)/apidiff
 $(TOOLS)/buf:
 	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
 $(TOOLS)/protoc-gen-go:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 $(TOOLS)/protoc-gen-go-grpc:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+$(TOOLS)/apidiff:
+	GOBIN=$(TOOLS) $(GO) install golang.org/x/exp/cmd/apidiff@$(APIDIFF_VERSION)
 
 ## bench: build, then run the performance harness (internal/dev/bench,
 ##        ~8 min on 2 cores, 5 of them scenario 8): medians and same-run ratios
@@ -230,7 +234,8 @@ python-stubs-check:
 	fi; echo "Python stubs are up to date"
 
 ## proto-check: buf lint; buf breaking against every released protocol in
-##              proto/baseline (the wire rules of buf.yaml); and fail if the
+##              proto/baseline (the wire rules of buf.yaml); the SDK's Go API
+##              against sdk/baseline (sdk-api-check, below); and fail if the
 ##              committed generated code (Go, and the Python example's) is stale
 proto-check: tools python-stubs-check
 	PATH=$(TOOLS):$$PATH $(TOOLS)/buf lint
@@ -243,12 +248,40 @@ proto-check: tools python-stubs-check
 		fi; \
 		echo "wire-compatible with $$b"; \
 	done
+	@$(MAKE) --no-print-directory sdk-api-check
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 		PATH=$(TOOLS):$$PATH $(TOOLS)/buf generate -o $$tmp && \
 		if ! diff -r $$tmp/proto/plexporter proto/plexporter -x '*.proto' >/dev/null; then \
 			echo "generated code in proto/ is stale: run 'make proto' and commit"; \
 			diff -r $$tmp/proto/plexporter proto/plexporter -x '*.proto' | head -20; exit 1; \
 		fi; echo "generated code is up to date"
+
+## sdk-api-check: (part of proto-check) fail if the SDK's Go API (every
+##                package of ./sdk/... but internal ones) drops or changes
+##                anything the baseline in sdk/baseline exports, by apidiff;
+##                additions pass (sdk/baseline/README.md)
+## sdk-api-baseline: write sdk/baseline from today's SDK, for a release
+SDK_MODULE := github.com/plexporter/plexporter
+SDK_API_PACKAGES = $(shell $(GO) list ./sdk/... | grep -v /internal)
+sdk-api-check: $(TOOLS)/apidiff
+	@set -e; ls sdk/baseline/*.export >/dev/null 2>&1 || \
+		{ echo "no SDK API baseline in sdk/baseline (sdk/baseline/README.md)"; exit 1; }; \
+	for b in sdk/baseline/*.export; do \
+		pkg=$(SDK_MODULE)/$$(basename $$b .export | tr - /); \
+		out=$$($(TOOLS)/apidiff -incompatible $$b $$pkg 2>&1) || { echo "$$pkg: $$out"; exit 1; }; \
+		if [ -n "$$out" ]; then \
+			echo "$$pkg breaks the SDK API of $$b (a plugin built against it would not compile):"; echo "$$out"; \
+			echo "keep what is exported and add beside it; a break waits for the SDK's next major version (sdk/baseline/README.md)"; \
+			exit 1; \
+		fi; \
+		echo "API-compatible with $$b"; \
+	done
+sdk-api-baseline: $(TOOLS)/apidiff
+	@mkdir -p sdk/baseline; rm -f sdk/baseline/*.export
+	@set -e; for pkg in $(SDK_API_PACKAGES); do \
+		f=sdk/baseline/$$(echo $${pkg#$(SDK_MODULE)/} | tr / -).export; \
+		$(TOOLS)/apidiff -w $$f $$pkg; echo "wrote $$f"; \
+	done
 
 ## package: the .deb packages (host + one per plugin), reproducible, each
 ##          with a CycloneDX SBOM, in bin/packages (deploy/README.md)

@@ -77,6 +77,7 @@ type flags struct {
 // config file's push: section.
 type pushFlags struct {
 	url               string
+	protocol          string
 	interval          time.Duration
 	maxPendingSamples int
 	flushTimeout      time.Duration
@@ -152,7 +153,8 @@ func run(args []string) int {
 	app.Flag("web.max-scrape-timeout", "Longest scrape timeout a client may announce in X-Prometheus-Scrape-Timeout-Seconds; a larger one is cut to it.").Default("2m").SetValue((*durationFlag)(&f.maxScrapeTimeout))
 	app.Flag("web.enable-lifecycle", "Serve POST /-/reload (what SIGHUP does). Off: it answers 403, and only SIGHUP (systemctl reload) reloads.").BoolVar(&f.enableLifecycle)
 	app.Flag("web.ready-min-plugins", "/ready answers 503 until at least this many plugins run (0: ready once every plugin has started or failed its first start, even with none).").Default("0").IntVar(&f.readyMinPlugins)
-	app.Flag("push.url", "Push the merged snapshot that /metrics serves to this Prometheus remote write 1.0 endpoint (Prometheus --web.enable-remote-write-receiver: http://host:9090/api/v1/write; Mimir: .../api/v1/push), on its own interval, while /metrics keeps serving scrapes. Off unless this flag or push.url in --config.file is set; the push: section of --config.file holds the rest (external_labels, headers, basic_auth, authorization, bearer_token_file, tls_config, ... as in Prometheus's remote_write). Samples not yet accepted wait in a memory ring and are sent oldest first; 5xx and 429 are retried with backoff (Retry-After honoured), other 4xx dropped and counted (plexporter_push_*).").StringVar(&f.push.url)
+	app.Flag("push.url", "Push the merged snapshot that /metrics serves to this endpoint, with --push.protocol (remote write: Prometheus --web.enable-remote-write-receiver: http://host:9090/api/v1/write; Mimir: .../api/v1/push; OTLP: the whole path, http://collector:4318/v1/metrics), on its own interval, while /metrics keeps serving scrapes. Off unless this flag or push.url in --config.file is set; the push: section of --config.file holds the rest (external_labels, headers, basic_auth, authorization, bearer_token_file, tls_config, ... as in Prometheus's remote_write). Samples not yet accepted wait in a memory ring and are sent oldest first; 5xx and 429 are retried with backoff (Retry-After honoured), other 4xx dropped and counted (plexporter_push_*).").StringVar(&f.push.url)
+	app.Flag("push.protocol", "What --push.url takes: prometheus.remote_write.v1 (Prometheus remote write 1.0: any remote write receiver), prometheus.remote_write.v2 (remote write 2.0, with each series' type, help and unit: Prometheus >= 3.0 with --web.enable-remote-write-receiver and --web.remote-write-receiver.accepted-protobuf-messages=io.prometheus.write.v2.Request, Mimir) or otlp (OTLP/HTTP protobuf: an OpenTelemetry Collector's otlphttp receiver, VictoriaMetrics' /opentelemetry/v1/metrics, Prometheus >= 3.0's /api/v1/otlp/v1/metrics with --web.enable-otlp-receiver) (default: push.protocol in --config.file, else prometheus.remote_write.v1).").EnumVar(&f.push.protocol, config.PushProtocols...)
 	app.Flag("push.interval", "How often to take and push a snapshot (default: push.interval in --config.file, else 15s).").SetValue((*durationFlag)(&f.push.interval))
 	app.Flag("push.max-pending-samples", "Bound of the memory ring of samples not yet accepted by the receiver; past it the oldest snapshot is dropped, counted in plexporter_push_samples_dropped_total{reason=\"ring_full\"} (default: push.max_pending_samples, else 500000: 12 bytes a sample, plus each label set once).").IntVar(&f.push.maxPendingSamples)
 	app.Flag("push.flush-timeout", "On shutdown, how long to go on sending what is pending before dropping it, counted (default: push.flush_timeout, else 10s).").SetValue((*durationFlag)(&f.push.flushTimeout))
@@ -351,6 +353,9 @@ func newPusher(fl *fleet.Fleet, scraper *scrape.Scraper, pf pushFlags, log *slog
 	if c.URL == "" {
 		return nil, nil
 	}
+	if pf.protocol != "" {
+		c.Protocol = pf.protocol
+	}
 	if pf.interval > 0 {
 		c.Interval = pf.interval
 	}
@@ -374,7 +379,10 @@ func newPusher(fl *fleet.Fleet, scraper *scrape.Scraper, pf pushFlags, log *slog
 		return nil, err
 	}
 	c = push.WithDefaults(c)
-	log.Info("pushing with remote write 1.0", "url", c.URL, "interval", c.Interval, "max_pending_samples", c.MaxPendingSamples, "spool_dir", c.SpoolDir)
+	if c.Protocol == "" {
+		c.Protocol = config.PushRemoteWriteV1
+	}
+	log.Info("pushing", "protocol", c.Protocol, "url", c.URL, "interval", c.Interval, "max_pending_samples", c.MaxPendingSamples, "spool_dir", c.SpoolDir)
 	return p, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mdlayher/netlink"
@@ -24,9 +25,9 @@ type plugin struct {
 	proc procfsReader                // /proc/<pid> reads (tests make processes vanish or refuse)
 
 	// The counters outlive a re-Configure, so they never go back.
-	errs       counts // attribution_collection_errors_total, by collector
-	limits     counts // attribution_limit_reached_total, by limit
-	unreadable counts // attribution_unreadable_fd_dirs_total, under ""
+	errs       sdk.CollectionErrors // attribution_collection_errors_total, by collector
+	limits     sdk.Counts           // attribution_limit_reached_total, by limit
+	unreadable atomic.Uint64        // attribution_unreadable_fd_dirs_total
 
 	mu         sync.Mutex
 	resolver   resolver
@@ -42,36 +43,6 @@ type plugin struct {
 type cgroupJobs struct {
 	procfs             string
 	maxPids, maxSeries int
-}
-
-// counts is a set of monotonic counters by label value.
-type counts struct {
-	mu sync.Mutex
-	n  map[string]uint64
-}
-
-func (e *counts) add(collector string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.n == nil {
-		e.n = map[string]uint64{}
-	}
-	e.n[collector]++
-}
-
-func (e *counts) addN(key string, n int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.n == nil {
-		e.n = map[string]uint64{}
-	}
-	e.n[key] += uint64(n)
-}
-
-func (e *counts) count(collector string) uint64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.n[collector]
 }
 
 func newPlugin() *plugin {
@@ -164,7 +135,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	if jobDir != "" {
 		jobs, errs := readJobMapping(jobDir)
 		for _, err := range errs {
-			p.fail(w, collectorJobMapping, err)
+			p.errs.Fail(w, collectorJobMapping, err)
 		}
 		for _, j := range jobs {
 			w.Gauge(descDeviceJob, 1, j.Device, j.JobID)
@@ -184,29 +155,29 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 func (p *plugin) writeCgroupJobs(w *sdk.Writer, res resolver, c *cgroupJobs) {
 	s, err := scanDeviceJobs(p.proc, c.procfs, newDeviceFiles(res), c.maxPids)
 	if err != nil {
-		p.fail(w, collectorCgroupJobs, err)
+		p.errs.Fail(w, collectorCgroupJobs, err)
 		return
 	}
 	if s.PidsCapped {
-		p.limits.add(limitMaxPids)
+		p.limits.Add(limitMaxPids, 1)
 	}
 	if s.FDsCapped > 0 {
-		p.limits.add(limitFDsPerProcess)
+		p.limits.Add(limitFDsPerProcess, 1)
 	}
 	if s.Unreadable > 0 {
-		p.unreadable.addN("", s.Unreadable)
+		p.unreadable.Add(uint64(s.Unreadable))
 		hint := ""
 		if errors.Is(s.UnreadableErr, fs.ErrPermission) {
 			hint = ": reading other users' fds needs CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE, and no Landlock sandbox (README.md, What it needs)"
 		}
-		p.fail(w, collectorCgroupJobs, fmt.Errorf("%d of %d processes of Slurm jobs: their devices are not known (%w)%s", s.Unreadable, s.JobProcesses, s.UnreadableErr, hint))
+		p.errs.Fail(w, collectorCgroupJobs, fmt.Errorf("%d of %d processes of Slurm jobs: their devices are not known (%w)%s", s.Unreadable, s.JobProcesses, s.UnreadableErr, hint))
 	}
 	if s.CgroupUnreadable > 0 {
-		p.fail(w, collectorCgroupJobs, fmt.Errorf("%d of %d processes: their cgroup is not known (%w)", s.CgroupUnreadable, s.ProcessesRead, s.CgroupErr))
+		p.errs.Fail(w, collectorCgroupJobs, fmt.Errorf("%d of %d processes: their cgroup is not known (%w)", s.CgroupUnreadable, s.ProcessesRead, s.CgroupErr))
 	}
 	for i, u := range s.Uses {
 		if i == c.maxSeries {
-			p.limits.add(limitCgroupSeries)
+			p.limits.Add(limitCgroupSeries, 1)
 			break
 		}
 		w.Gauge(descDeviceCgroupJob, 1, u.Kind, u.Device, u.JobID)
@@ -217,10 +188,10 @@ func (p *plugin) writeCgroupJobs(w *sdk.Writer, res resolver, c *cgroupJobs) {
 // sysfs at this scrape.
 func (p *plugin) writePods(w *sdk.Writer, res resolver, s *podSnapshot) {
 	if s.ListErr != nil {
-		p.fail(w, collectorPodResources, s.ListErr)
+		p.errs.Fail(w, collectorPodResources, s.ListErr)
 	}
 	if s.AllocatableErr != nil {
-		p.fail(w, collectorAllocatable, s.AllocatableErr)
+		p.errs.Fail(w, collectorAllocatable, s.AllocatableErr)
 	}
 	// Two allocations may resolve to one series (a netdev named in one
 	// resource and found behind a PCI function of another): written once.
@@ -249,24 +220,14 @@ func (p *plugin) writePods(w *sdk.Writer, res resolver, s *podSnapshot) {
 	}
 }
 
-// fail reports a partial failure of a scrape and counts it.
-func (p *plugin) fail(w *sdk.Writer, collector string, err error) {
-	p.errs.add(collector)
-	w.Error(collector, err)
-}
-
 // writeErrors writes attribution_collection_errors_total for the
 // collectors of the enabled sources and attribution_limit_reached_total
 // for their bounds, from the first scrape on.
 func (p *plugin) writeErrors(w *sdk.Writer, collectors, limits []string) {
-	for _, c := range collectors {
-		w.Counter(descCollectionErrors, float64(p.errs.count(c)), c)
-	}
-	for _, l := range limits {
-		w.Counter(descLimitReached, float64(p.limits.count(l)), l)
-	}
+	p.errs.Write(w, descCollectionErrors, collectors...)
+	p.limits.Write(w, descLimitReached, limits...)
 	if slices.Contains(collectors, collectorCgroupJobs) {
-		w.Counter(descUnreadableFDDirs, float64(p.unreadable.count("")))
+		w.Counter(descUnreadableFDDirs, float64(p.unreadable.Load()))
 	}
 }
 
@@ -275,17 +236,17 @@ func (p *plugin) writeErrors(w *sdk.Writer, collectors, limits []string) {
 func (p *plugin) writeQPOwners(ctx context.Context, w *sdk.Writer, q *qpOwners) {
 	c, err := q.dial()
 	if err != nil {
-		p.fail(w, collectorRDMAQPOwners, fmt.Errorf("rdma netlink: %w", err))
+		p.errs.Fail(w, collectorRDMAQPOwners, fmt.Errorf("rdma netlink: %w", err))
 		return
 	}
 	defer c.Close()
 	qps, errs := dumpQueuePairs(ctx, c)
 	for _, err := range errs {
-		p.fail(w, collectorRDMAQPOwners, err)
+		p.errs.Fail(w, collectorRDMAQPOwners, err)
 	}
 	for i, o := range ownersOf(p.proc, q.procfs, qps) {
 		if i == q.maxSeries {
-			p.limits.add(limitQPOwnerSeries)
+			p.limits.Add(limitQPOwnerSeries, 1)
 			break
 		}
 		labels := []string{o.Device, o.Port, o.Owner.JobID, o.Owner.PodUID}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/plexporter/plexporter/plugins/internal/nfsvolume"
 )
 
 // Attach modes (the attach label of ebpf_program_loaded).
@@ -92,12 +94,12 @@ type config struct {
 	// counted at once (the LRU map's size).
 	MaxDestinations int `json:"max_destinations"`
 
-	nfsServers  []netip.Addr // parsed NFSServers
-	bounds      []float64    // DiskLatencyBuckets or the defaults
-	connBounds  []float64    // ObjectStoreLatencyBuckets or the defaults
-	nfsBounds   []float64    // NFSLatencyBuckets or the defaults
-	rttBounds   []float64    // TCPRTTBuckets or the defaults
-	volumeNamer *volumeNamer // NFSVolumeIDRegex compiled
+	nfsServers  []netip.Addr     // parsed NFSServers
+	bounds      []float64        // DiskLatencyBuckets or the defaults
+	connBounds  []float64        // ObjectStoreLatencyBuckets or the defaults
+	nfsBounds   []float64        // NFSLatencyBuckets or the defaults
+	rttBounds   []float64        // TCPRTTBuckets or the defaults
+	volumeNamer *nfsvolume.Namer // NFSVolumeIDRegex compiled
 }
 
 const (
@@ -112,7 +114,7 @@ func defaultConfig() config {
 		ObjectStorePorts: []uint16{443, 80},
 		RefreshInterval:  model.Duration(60 * time.Second),
 		MaxDestinations:  1024,
-		NFSVolumeIDRegex: defaultVolumeIDRegex,
+		NFSVolumeIDRegex: nfsvolume.DefaultRegex,
 	}
 }
 
@@ -218,7 +220,7 @@ func (c *config) validate() error {
 		}
 		c.nfsBounds = c.NFSLatencyBuckets
 	}
-	namer, err := newVolumeNamer(c.NFSVolumeIDRegex)
+	namer, err := nfsvolume.New(c.NFSVolumeIDRegex)
 	if err != nil {
 		return fmt.Errorf("nfs_volume_id_regex: %w", err)
 	}

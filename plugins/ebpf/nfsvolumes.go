@@ -6,10 +6,11 @@ import (
 	"io"
 	"net/netip"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/plexporter/plexporter/plugins/internal/nfsvolume"
 )
 
 // The BPF side of the NFS latency programs sees an RPC's server address
@@ -19,40 +20,6 @@ import (
 // when that is unambiguous: a server and version with exactly one volume
 // mounted. Anything else is exported with volume_id="" and the server
 // label, never with a guessed volume.
-
-// defaultVolumeIDRegex is the nfs plugin's default volume_id_regex: the
-// export path's last element.
-const defaultVolumeIDRegex = `([^/]+)/*$`
-
-// volumeNamer derives volume_id from an export path as the nfs plugin
-// does: the group named volume_id, else the first group, else the whole
-// match; the export path itself when the expression does not match.
-type volumeNamer struct {
-	re    *regexp.Regexp
-	group int
-}
-
-func newVolumeNamer(expr string) (*volumeNamer, error) {
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		return nil, err
-	}
-	g := 0
-	if i := re.SubexpIndex("volume_id"); i > 0 {
-		g = i
-	} else if re.NumSubexp() >= 1 {
-		g = 1
-	}
-	return &volumeNamer{re: re, group: g}, nil
-}
-
-func (n *volumeNamer) name(export string) string {
-	m := n.re.FindStringSubmatch(export)
-	if m == nil || m[n.group] == "" {
-		return export
-	}
-	return m[n.group]
-}
 
 // nfsMount is one nfs or nfs4 line of a mounts file.
 type nfsMount struct {
@@ -81,11 +48,11 @@ func (v nfsVolumes) volumeID(server netip.Addr, version uint32) string {
 	return ids[0]
 }
 
-func buildNFSVolumes(mounts []nfsMount, namer *volumeNamer) nfsVolumes {
+func buildNFSVolumes(mounts []nfsMount, namer *nfsvolume.Namer) nfsVolumes {
 	out := nfsVolumes{}
 	for _, m := range mounts {
 		k := serverVersion{m.server, m.version}
-		id := namer.name(m.export)
+		id := namer.Name(m.export)
 		if !slices.Contains(out[k], id) {
 			out[k] = append(out[k], id)
 		}

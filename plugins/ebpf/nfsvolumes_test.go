@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/plexporter/plexporter/plugins/internal/nfsvolume"
 )
 
 // TestNFSVolumesFromMounts: a server and NFS version with one export
@@ -35,7 +37,7 @@ func TestNFSVolumesFromMounts(t *testing.T) {
 	if !reflect.DeepEqual(mounts, want) {
 		t.Fatalf("mounts:\n got %v\nwant %v", mounts, want)
 	}
-	namer, err := newVolumeNamer(defaultVolumeIDRegex)
+	namer, err := nfsvolume.New(nfsvolume.DefaultRegex)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func TestNFSVolumesFromMounts(t *testing.T) {
 // known could carry either version's calls, so neither is named.
 func TestNFSVolumeUnknownVersionIsAmbiguous(t *testing.T) {
 	a := netip.MustParseAddr("10.0.0.1")
-	namer, _ := newVolumeNamer(defaultVolumeIDRegex)
+	namer, _ := nfsvolume.New(nfsvolume.DefaultRegex)
 	vols := buildNFSVolumes([]nfsMount{{a, 4, "/v/one"}, {a, 0, "/v/two"}}, namer)
 	if got := vols.volumeID(a, 4); got != "" {
 		t.Errorf("volumeID = %q, want \"\" beside a mount of unknown version", got)
@@ -71,15 +73,15 @@ func TestNFSVolumeUnknownVersionIsAmbiguous(t *testing.T) {
 
 func TestVolumeNamerGroups(t *testing.T) {
 	for _, c := range []struct{ expr, export, want string }{
-		{defaultVolumeIDRegex, "/vol/datasets/", "datasets"},
+		{nfsvolume.DefaultRegex, "/vol/datasets/", "datasets"},
 		{`^/tenants/(?P<tenant>[^/]+)/(?P<volume_id>[^/]+)`, "/tenants/acme/vol7/sub", "vol7"},
 		{`^/nomatch/(.*)`, "/vol/x", "/vol/x"},
 	} {
-		n, err := newVolumeNamer(c.expr)
+		n, err := nfsvolume.New(c.expr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := n.name(c.export); got != c.want {
+		if got := n.Name(c.export); got != c.want {
 			t.Errorf("%s on %s = %q, want %q", c.expr, c.export, got, c.want)
 		}
 	}

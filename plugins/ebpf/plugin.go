@@ -40,8 +40,8 @@ type plugin struct {
 	devices     *deviceNamer
 	retrans     *retransmitTotals
 	watch       watchState
-	errors      map[string]float64 // cumulative, by collector
-	pending     []pendingError     // failures since the last Collect
+	errs        sdk.CollectionErrors // ebpf_collection_errors_total
+	pending     []pendingError       // failures since the last Collect
 	stop        chan struct{}
 	done        chan struct{}
 
@@ -62,8 +62,7 @@ type pendingError struct {
 
 func newPlugin() *plugin {
 	return &plugin{
-		logf:   func(msg string, args ...any) { sdk.Logger().Info(msg, args...) },
-		errors: map[string]float64{},
+		logf: func(msg string, args ...any) { sdk.Logger().Info(msg, args...) },
 	}
 }
 
@@ -186,12 +185,6 @@ func (p *plugin) loadGroup(group, collector string, specFor func() (*ebpf.Collec
 // which counts and reports it.
 func (p *plugin) failLater(collector string, err error) {
 	p.pending = append(p.pending, pendingError{collector, err})
-}
-
-// fail records a partial failure and counts it.
-func (p *plugin) fail(w *sdk.Writer, collector string, err error) {
-	p.errors[collector]++
-	w.Error(collector, err)
 }
 
 // Close detaches and unloads every program and stops the refresher.
@@ -356,7 +349,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	defer p.mu.Unlock()
 	defer p.writeErrors(w)
 	for _, e := range p.pending {
-		p.fail(w, e.collector, e.err)
+		p.errs.Fail(w, e.collector, e.err)
 	}
 	p.pending = nil
 	for _, s := range p.programs {
@@ -368,7 +361,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	}
 	if p.disk != nil {
 		if err := p.writeDisk(w); err != nil {
-			p.fail(w, collectorDisk, err)
+			p.errs.Fail(w, collectorDisk, err)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -376,19 +369,19 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	}
 	if p.tcp != nil {
 		if err := p.writeTCP(w); err != nil {
-			p.fail(w, collectorTCP, err)
+			p.errs.Fail(w, collectorTCP, err)
 		}
 	}
 	if p.conn != nil {
 		if err := p.writeConn(w); err != nil {
-			p.fail(w, collectorConnections, err)
+			p.errs.Fail(w, collectorConnections, err)
 		}
 	}
 	if err := p.writeRTT(w); err != nil {
-		p.fail(w, collectorRTT, err)
+		p.errs.Fail(w, collectorRTT, err)
 	}
 	if err := p.writeNFS(w); err != nil {
-		p.fail(w, collectorNFSLatency, err)
+		p.errs.Fail(w, collectorNFSLatency, err)
 	}
 	return nil
 }
@@ -428,9 +421,7 @@ func (p *plugin) writeConn(w *sdk.Writer) error {
 }
 
 func (p *plugin) writeErrors(w *sdk.Writer) {
-	for _, c := range errorCollectors {
-		w.Counter(descCollectionErrors, p.errors[c], c)
-	}
+	p.errs.Write(w, descCollectionErrors, errorCollectors...)
 }
 
 func (p *plugin) writeDisk(w *sdk.Writer) error {

@@ -21,18 +21,17 @@ type plugin struct {
 
 	// Cumulative error and cap counters (process lifetime, like the seed's).
 	pfcErrors, netdevErrors float64
-	collectionErrors        map[string]float64 // by collector
-	capped                  map[string]float64 // by netdev
-	splits                  queueSplits        // driver statistic names split at their queue
+	collectionErrors        sdk.CollectionErrors // ethtool_collection_errors_total
+	capped                  map[string]float64   // by netdev
+	splits                  queueSplits          // driver statistic names split at their queue
 }
 
 func newPlugin() *plugin {
 	return &plugin{
-		src:              newIoctlSource(),
-		std:              newGenlSource(),
-		collectionErrors: map[string]float64{},
-		capped:           map[string]float64{},
-		splits:           queueSplits{},
+		src:    newIoctlSource(),
+		std:    newGenlSource(),
+		capped: map[string]float64{},
+		splits: queueSplits{},
 	}
 }
 
@@ -82,7 +81,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	if drv || !std.none() {
 		netdevs, err := listNetdevs(p.paths.Sysfs, &p.cfg, skip)
 		if err != nil {
-			p.fail(w, collectorNetdevs, fmt.Errorf("list netdevs: %w", err))
+			p.collectionErrors.Fail(w, collectorNetdevs, fmt.Errorf("list netdevs: %w", err))
 		} else {
 			if drv {
 				p.collectDriverStats(ctx, w, stats, netdevs)
@@ -105,18 +104,10 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		{collectorStandardStats, p.cfg.standardStats()},
 	} {
 		if c.on {
-			w.Counter(descCollectionErrors, p.collectionErrors[c.name], c.name)
+			p.collectionErrors.Write(w, descCollectionErrors, c.name)
 		}
 	}
 	return ctx.Err()
-}
-
-// fail reports a partial failure to the host and counts it in
-// ethtool_collection_errors_total under the same collector, so that the
-// host's count and the plugin's agree.
-func (p *plugin) fail(w *sdk.Writer, collector string, err error) {
-	p.collectionErrors[collector]++
-	w.Error(collector, err)
 }
 
 // scrapeStats reads each netdev's driver statistics at most once per collect.
@@ -155,7 +146,7 @@ func (p *plugin) collectRDMA(ctx context.Context, w *sdk.Writer, stats *scrapeSt
 	ok := true
 	fail := func(collector string, err error) {
 		ok = false
-		p.fail(w, collector, err)
+		p.collectionErrors.Fail(w, collector, err)
 	}
 	if pfcOn || hwOn || ionicOn {
 		ports, devErrs, err := discoverRDMAPorts(p.paths.Sysfs, p.devices, skip)
@@ -220,7 +211,7 @@ func (p *plugin) collectDriverStats(ctx context.Context, w *sdk.Writer, stats *s
 		}
 		st, err := stats.get(ctx, n)
 		if err != nil {
-			p.fail(w, collectorDriverStats, err)
+			p.collectionErrors.Fail(w, collectorDriverStats, err)
 			continue
 		}
 		if st == nil {
@@ -248,7 +239,7 @@ func (p *plugin) collectStandard(ctx context.Context, w *sdk.Writer, req stdRequ
 			return // no ethtool netlink family in this kernel
 		}
 		if err != nil {
-			p.fail(w, collectorStandardStats, err)
+			p.collectionErrors.Fail(w, collectorStandardStats, err)
 			continue
 		}
 		emitStandard(w, n, st)

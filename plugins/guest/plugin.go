@@ -39,7 +39,10 @@ type plugin struct {
 
 	// errs and statfs outlive a re-Configure: the counter never goes back,
 	// and a statfs still blocked from before is still not started twice.
-	errs   errorCounts
+	// errs is guest_collection_errors_total: Collect counts what it
+	// reports; the kmsg tailer and the prober count their failures from
+	// their goroutines when they happen.
+	errs   sdk.CollectionErrors
 	statfs *statfsRunner
 
 	mu      sync.Mutex
@@ -65,29 +68,6 @@ type sources struct {
 	procRoot string
 	proc     procfs.FS
 	block    blockdevice.FS
-}
-
-// errorCounts holds guest_collection_errors_total: failures by collector
-// since the plugin started. Collect counts what it reports; the kmsg tailer
-// counts its failures from its goroutine when they happen.
-type errorCounts struct {
-	mu sync.Mutex
-	n  map[string]uint64
-}
-
-func (e *errorCounts) add(collector string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.n == nil {
-		e.n = map[string]uint64{}
-	}
-	e.n[collector]++
-}
-
-func (e *errorCounts) count(collector string) uint64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.n[collector]
 }
 
 func newPlugin() *plugin {
@@ -144,7 +124,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	}
 	if c.probesEnabled() && cfg.AnyEnabled(probeDescs...) {
 		p.prober = newProber(c.ProbeInterval.Duration, c.ProbeTimeout.Duration, p.probeTargets(c, cfg.Paths),
-			p.log, func() { p.errs.add(collectorProbe) })
+			p.log, func() { p.errs.Add(collectorProbe, 1) })
 		p.prober.start()
 	}
 	if kmsgOn && p.tailer == nil {
@@ -156,7 +136,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 			// is the operator's choice not to grant kernel-log access
 			// (README.md): logged and counted, but not a partial error,
 			// as nvme does with its missing privilege.
-			p.errs.add(collectorKmsg)
+			p.errs.Add(collectorKmsg, 1)
 			if !isPermission(err) {
 				p.openErr = fmt.Errorf("open the kernel log: %w; soft lockups are not counted", err)
 			}
@@ -164,7 +144,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 				"path", c.KmsgPath, "error", err)
 			return nil
 		}
-		p.tailer = newKmsgTailer(c.KmsgPath, r, p.kernelOnly, p.log, func() { p.errs.add(collectorKmsg) })
+		p.tailer = newKmsgTailer(c.KmsgPath, r, p.kernelOnly, p.log, func() { p.errs.Add(collectorKmsg, 1) })
 		p.tailer.start()
 	}
 	return nil
@@ -250,10 +230,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	c, paths, kmsgOn, tailer, openErr, pr := p.cfg, p.paths, p.kmsgOn, p.tailer, p.openErr, p.prober
 	p.openErr = nil // reported once, below
 	p.mu.Unlock()
-	fail := func(collector string, err error) {
-		p.errs.add(collector)
-		w.Error(collector, err)
-	}
+	fail := func(collector string, err error) { p.errs.Fail(w, collector, err) }
 	defer p.writeErrors(w, kmsgOn, pr != nil)
 
 	src, err := openSources(paths)
@@ -290,9 +267,9 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 			w.Error(collectorProbe, err) // counted by the prober
 		}
 		for _, r := range results {
-			w.Gauge(descProbeSuccess, b2f(r.success), r.probe, r.target)
+			w.Gauge(descProbeSuccess, sdk.Bool(r.success), r.probe, r.target)
 			w.Gauge(descProbeDuration, r.duration.Seconds(), r.probe, r.target)
-			w.Gauge(descProbeLastRun, float64(r.at.UnixNano())/1e9, r.probe, r.target)
+			w.Gauge(descProbeLastRun, sdk.UnixSeconds(r.at), r.probe, r.target)
 		}
 	}
 	return ctx.Err()
@@ -333,20 +310,11 @@ func openSources(paths sdk.Paths) (sources, error) {
 // the first scrape on so that rate() works from zero (kmsg while the tailer
 // is configured).
 func (p *plugin) writeErrors(w *sdk.Writer, kmsgOn, probesOn bool) {
-	for _, c := range errorCollectors {
-		w.Counter(descCollectionErrors, float64(p.errs.count(c)), c)
-	}
+	p.errs.Write(w, descCollectionErrors, errorCollectors...)
 	if kmsgOn {
-		w.Counter(descCollectionErrors, float64(p.errs.count(collectorKmsg)), collectorKmsg)
+		p.errs.Write(w, descCollectionErrors, collectorKmsg)
 	}
 	if probesOn {
-		w.Counter(descCollectionErrors, float64(p.errs.count(collectorProbe)), collectorProbe)
+		p.errs.Write(w, descCollectionErrors, collectorProbe)
 	}
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/plexporter/plexporter/sdk"
 )
 
 // Probe kinds: the probe label.
@@ -74,38 +76,20 @@ type prober struct {
 	reportedSeq uint64
 	rounds      uint64
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop *sdk.Poller // calls round every interval
 }
 
 func newProber(interval, timeout time.Duration, targets func() ([]probeTarget, error), log warner, failed func()) *prober {
-	return &prober{interval: interval, timeout: timeout, targets: targets, now: time.Now, log: log, failed: failed, done: make(chan struct{})}
+	p := &prober{interval: interval, timeout: timeout, targets: targets, now: time.Now, log: log, failed: failed}
+	p.loop = sdk.NewPoller(interval, p.round)
+	return p
 }
 
 // start runs a round at once and then one every interval, until stop.
-func (p *prober) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	go func() {
-		defer close(p.done)
-		t := time.NewTicker(p.interval)
-		defer t.Stop()
-		for {
-			p.round(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-}
+func (p *prober) start() { go p.loop.Run() }
 
 // stop cancels the probes in flight and waits for the loop.
-func (p *prober) stop() {
-	p.cancel()
-	<-p.done
-}
+func (p *prober) stop() { p.loop.Stop() }
 
 // round runs every probe in parallel, each bounded by the timeout, and
 // replaces the results: a target that is gone (an NFS mount unmounted)

@@ -23,14 +23,14 @@ type plugin struct {
 	getenv func(string) string // os.Getenv; tests replace it
 	now    func() time.Time    // time.Now; tests replace it
 
-	mu     sync.Mutex // one collect at a time: the keeper and watch are shared state
-	keep   *keeper
-	watch  *serverWatch
-	errors map[string]float64 // cumulative, by collector
+	mu    sync.Mutex // one collect at a time: the keeper and watch are shared state
+	keep  *keeper
+	watch *serverWatch
+	errs  sdk.CollectionErrors // ionic_collection_errors_total
 }
 
 func newPlugin() *plugin {
-	return &plugin{getenv: os.Getenv, now: time.Now, keep: newKeeper(), watch: newServerWatch(), errors: map[string]float64{}}
+	return &plugin{getenv: os.Getenv, now: time.Now, keep: newKeeper(), watch: newServerWatch()}
 }
 
 func (p *plugin) Info() sdk.Info {
@@ -62,12 +62,6 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	return nil
 }
 
-// fail records a partial failure and counts it.
-func (p *plugin) fail(w *sdk.Writer, collector string, err error) {
-	p.errors[collector]++
-	w.Error(collector, err)
-}
-
 func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -85,7 +79,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	}
 	w.Gauge(descVMs, float64(vms))
 
-	clock := &nodeClock{proc: p.proc, now: p.now(), fail: func(err error) { p.fail(w, collectorProcfs, err) }}
+	clock := &nodeClock{proc: p.proc, now: p.now(), fail: func(err error) { p.errs.Fail(w, collectorProcfs, err) }}
 	ids := map[string]bool{}
 	for _, in := range insts {
 		if err := ctx.Err(); err != nil {
@@ -94,7 +88,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		if ids[in.ID] {
 			// Two entries would write the same series twice, which no
 			// exposition may hold: the first entry wins.
-			p.fail(w, collectorManifest, fmt.Errorf("%s: instance id %s is listed twice; the later entry is ignored", filepath.Join(p.runDir, manifestFile), in.ID))
+			p.errs.Fail(w, collectorManifest, fmt.Errorf("%s: instance id %s is listed twice; the later entry is ignored", filepath.Join(p.runDir, manifestFile), in.ID))
 			continue
 		}
 		ids[in.ID] = true
@@ -124,7 +118,7 @@ func (p *plugin) collectInstance(ctx context.Context, w *sdk.Writer, in instance
 	}
 	proc, err := p.proc.lookup(in.PID)
 	if err != nil {
-		p.fail(w, collectorProcfs, fmt.Errorf("instance %s pid %d: %w", in.ID, in.PID, err))
+		p.errs.Fail(w, collectorProcfs, fmt.Errorf("instance %s pid %d: %w", in.ID, in.PID, err))
 	}
 	proc, inc := p.watch.check(in.ID, in.PID, proc, mtime, clock.startEpoch)
 	p.writeInstance(w, in, proc, clock)
@@ -133,7 +127,7 @@ func (p *plugin) collectInstance(ctx context.Context, w *sdk.Writer, in instance
 	}
 	s, trusted, err := readStable(ctx, file)
 	if err != nil {
-		p.fail(w, collectorStats, err)
+		p.errs.Fail(w, collectorStats, err)
 		return
 	}
 	s, torn := p.keep.accept(in.ID, inc, s, trusted)
@@ -168,7 +162,7 @@ func (p *plugin) readManifest(w *sdk.Writer) []instance {
 		}
 		err = fmt.Errorf("%s: %w", path, err)
 	}
-	p.fail(w, collectorManifest, err)
+	p.errs.Fail(w, collectorManifest, err)
 	return nil
 }
 
@@ -181,7 +175,7 @@ func (p *plugin) statsFiles(w *sdk.Writer, insts []instance) (map[int64]string, 
 	ents, err := os.ReadDir(p.runDir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			p.fail(w, collectorStats, err)
+			p.errs.Fail(w, collectorStats, err)
 		}
 		return nil, 0
 	}
@@ -294,7 +288,5 @@ func sum(s *stats, keys []string) float64 {
 }
 
 func (p *plugin) writeErrors(w *sdk.Writer) {
-	for _, c := range errorCollectors {
-		w.Counter(descCollectionErrors, p.errors[c], c)
-	}
+	p.errs.Write(w, descCollectionErrors, errorCollectors...)
 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/plexporter/plexporter/plugins/internal/nfsvolume"
 )
 
 // defaultOperations is the tracked per-op set, exported even at zero.
@@ -33,7 +35,7 @@ type config struct {
 // depend on the host's procfs root and are filled in by Configure.
 func defaultConfig() config {
 	return config{
-		VolumeIDRegex: `([^/]+)/*$`,
+		VolumeIDRegex: nfsvolume.DefaultRegex,
 		Operations:    slices.Clone(defaultOperations), // Decode writes into the slice
 		ServerPort:    2049,
 	}

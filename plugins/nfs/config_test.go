@@ -39,7 +39,7 @@ func TestConfigureAcceptsDocumentedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.mountstats != ms || p.netDir != filepath.Join(dir, "net") || p.port != 20049 ||
-		strings.Join(p.ops, ",") != "read,commit" || p.namer.name("/vol/x") != "vol" {
+		strings.Join(p.ops, ",") != "read,commit" || p.namer.Name("/vol/x") != "vol" {
 		t.Errorf("configured %+v", p)
 	}
 

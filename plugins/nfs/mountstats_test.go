@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/plexporter/plexporter/plugins/internal/nfsvolume"
 )
 
 // TestParserAgreesWithProcfs: on every fixture prometheus/procfs accepts,
@@ -216,7 +218,7 @@ func FuzzParseMountstats(f *testing.F) {
 		if len(blocks) != headers {
 			t.Fatalf("%d blocks for %d NFS headers", len(blocks), headers)
 		}
-		namer, _ := newVolumeNamer(`([^/]+)/*$`)
+		namer, _ := nfsvolume.New(`([^/]+)/*$`)
 		keys, _ := superblockKeys("", blocks)
 		vols := buildVolumes(blocks, keys, namer, 2049)
 		totals := newHistory().totals(vols)

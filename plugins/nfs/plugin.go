@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/plexporter/plexporter/plugins/internal/nfsvolume"
 	"github.com/plexporter/plexporter/sdk"
 )
 
@@ -16,17 +17,17 @@ import (
 type plugin struct {
 	mountstats string
 	netDir     string
-	namer      *volumeNamer
+	namer      *nfsvolume.Namer
 	ops        []string
 	port       uint64
 
 	mu      sync.Mutex
-	errors  map[string]float64 // cumulative, by collector
-	history *history           // monotonic sums across superblocks
+	errs    sdk.CollectionErrors // nfs_collection_errors_total
+	history *history             // monotonic sums across superblocks
 }
 
 func newPlugin() *plugin {
-	return &plugin{errors: map[string]float64{}, history: newHistory()}
+	return &plugin{history: newHistory()}
 }
 
 func (p *plugin) Info() sdk.Info {
@@ -52,20 +53,12 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	if c.NetDir == "" {
 		c.NetDir = filepath.Join(filepath.Dir(c.MountstatsPath), "net")
 	}
-	namer, err := newVolumeNamer(c.VolumeIDRegex)
+	namer, err := nfsvolume.New(c.VolumeIDRegex)
 	if err != nil {
 		return fmt.Errorf("volume_id_regex: %w", err)
 	}
 	p.mountstats, p.netDir, p.namer, p.ops, p.port = c.MountstatsPath, c.NetDir, namer, c.Operations, c.ServerPort
 	return nil
-}
-
-// fail records a partial failure and counts it.
-func (p *plugin) fail(w *sdk.Writer, collector string, err error) {
-	p.mu.Lock()
-	p.errors[collector]++
-	p.mu.Unlock()
-	w.Error(collector, err)
 }
 
 func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
@@ -75,7 +68,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 	// the join describes one moment.
 	blocks, perrs, err := readMountstats(p.mountstats)
 	if err != nil {
-		p.fail(w, collectorMountstats, err)
+		p.errs.Fail(w, collectorMountstats, err)
 		return nil
 	}
 	supers, serrs := superblockKeys(p.mountstats, blocks)
@@ -85,18 +78,18 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		var serrs []error
 		socks, tablesOK, serrs = readSockets(p.netDir)
 		for _, e := range serrs {
-			p.fail(w, collectorTCP, e)
+			p.errs.Fail(w, collectorTCP, e)
 		}
 	}
 	for _, e := range serrs {
-		p.fail(w, collectorMountinfo, e)
+		p.errs.Fail(w, collectorMountinfo, e)
 	}
 	for _, e := range perrs {
-		p.fail(w, collectorMount, e)
+		p.errs.Fail(w, collectorMount, e)
 	}
 	for _, b := range blocks {
 		if bad := b.implausible(); len(bad) > 0 {
-			p.fail(w, collectorMount, fmt.Errorf("mount %s: not exported, values of 2^63 or more (a negative kernel sum printed unsigned): %s",
+			p.errs.Fail(w, collectorMount, fmt.Errorf("mount %s: not exported, values of 2^63 or more (a negative kernel sum printed unsigned): %s",
 				unescapeOctal(b.mountPoint), strings.Join(bad, ", ")))
 		}
 	}
@@ -134,11 +127,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 }
 
 func (p *plugin) writeErrors(w *sdk.Writer) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range errorCollectors {
-		w.Counter(descCollectionErrors, p.errors[c], c)
-	}
+	p.errs.Write(w, descCollectionErrors, errorCollectors...)
 }
 
 const msPerSecond = 1000

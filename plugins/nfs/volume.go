@@ -2,10 +2,11 @@ package main
 
 import (
 	"net"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/plexporter/plexporter/plugins/internal/nfsvolume"
 )
 
 // volume is what is exported under one volume_id: the superblocks of one
@@ -80,38 +81,6 @@ func (l *lane) port() uint64 {
 	return p
 }
 
-// volumeNamer derives volume_id from an export path.
-type volumeNamer struct {
-	re *regexp.Regexp
-	// group is the capture group used: the one named volume_id, else 1.
-	group int
-}
-
-func newVolumeNamer(expr string) (*volumeNamer, error) {
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		return nil, err
-	}
-	g := 0
-	if i := re.SubexpIndex("volume_id"); i > 0 {
-		g = i
-	} else if re.NumSubexp() >= 1 {
-		g = 1
-	}
-	return &volumeNamer{re: re, group: g}, nil
-}
-
-// name returns the volume_id of an export path: the regex's capture group
-// (or whole match), or the export path itself when the regex does not match
-// or captures nothing.
-func (n *volumeNamer) name(export string) string {
-	m := n.re.FindStringSubmatch(export)
-	if m == nil || m[n.group] == "" {
-		return export
-	}
-	return m[n.group]
-}
-
 // splitDevice splits an NFS device "server:/export" ("[v6addr]:/export"
 // for IPv6) into server and export path.
 func splitDevice(dev string) (server, export string) {
@@ -144,14 +113,14 @@ func splitDevice(dev string) (server, export string) {
 //     of its own, so merging would mix unrelated lanes: it is exported as
 //     "<volume_id>@<mount point>" instead. The block that comes first in
 //     mountstats (mount order) keeps the plain volume_id.
-func buildVolumes(blocks []*block, superblock []string, namer *volumeNamer, defaultPort uint64) []*volume {
+func buildVolumes(blocks []*block, superblock []string, namer *nfsvolume.Namer, defaultPort uint64) []*volume {
 	var vols []*volume
 	byID := map[string]*volume{}
 	for i, b := range blocks {
 		server, export := splitDevice(unescapeOctal(b.device))
 		mp := unescapeOctal(b.mountPoint)
 		v := &volume{
-			id:       namer.name(export),
+			id:       namer.Name(export),
 			kind:     b.fstype + "/" + b.opts["vers"],
 			version:  b.opts["vers"],
 			proto:    b.opts["proto"],

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/plexporter/plexporter/plugins/internal/nfsvolume"
 )
 
 // TestVolumeRules: identical blocks (one superblock) count once; another
@@ -31,7 +33,7 @@ func TestVolumeRules(t *testing.T) {
 	if keys[0] != keys[1] || keys[0] == keys[2] {
 		t.Fatalf("superblock keys %v: the bind mount is the same superblock, the other mount is not", keys)
 	}
-	namer, _ := newVolumeNamer(`([^/]+)/*$`)
+	namer, _ := nfsvolume.New(`([^/]+)/*$`)
 	vols := buildVolumes(blocks, keys, namer, 2049)
 	if len(vols) != 2 || vols[0].id != "home" || vols[1].id != "home@/mnt/v4" {
 		t.Fatalf("volumes: %v", ids(vols))
@@ -50,17 +52,17 @@ func TestVolumeRules(t *testing.T) {
 		t.Errorf("lanes: %+v", vols[0].lanes)
 	}
 
-	named, err := newVolumeNamer(`^/export/(?P<volume_id>[a-z]+)$`)
+	named, err := nfsvolume.New(`^/export/(?P<volume_id>[a-z]+)$`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := named.name("/export/home"); got != "home" {
+	if got := named.Name("/export/home"); got != "home" {
 		t.Errorf("named group: %q", got)
 	}
-	if got := named.name("/other/x"); got != "/other/x" {
+	if got := named.Name("/other/x"); got != "/other/x" {
 		t.Errorf("no match must fall back to the export path, got %q", got)
 	}
-	if got := namer.name("/"); got != "/" {
+	if got := namer.Name("/"); got != "/" {
 		t.Errorf("root export: %q", got)
 	}
 }

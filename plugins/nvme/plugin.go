@@ -18,8 +18,12 @@ type plugin struct {
 	log         *slog.Logger
 	minInterval time.Duration
 
-	// errs outlives a re-Configure, so the counter never goes back.
-	errs errorCounts
+	// errs (nvme_collection_errors_total) outlives a re-Configure, so the
+	// counter never goes back. Collect counts the controllers and identity
+	// failures it reports; the poller counts every failed SMART read from
+	// its own goroutines, including those that are not reported (missing
+	// privilege).
+	errs sdk.CollectionErrors
 
 	mu       sync.Mutex
 	sysfs    string
@@ -32,30 +36,6 @@ type plugin struct {
 	// confineErr is why the shipped binary could not install its seccomp
 	// filter (confine.go); Configure refuses to run then.
 	confineErr error
-}
-
-// errorCounts holds nvme_collection_errors_total: failures by collector
-// since the plugin started. Collect counts the controllers and identity
-// failures it reports; the poller counts every failed SMART read from its
-// own goroutines, including those that are not reported (missing privilege).
-type errorCounts struct {
-	mu sync.Mutex
-	n  map[string]uint64
-}
-
-func (e *errorCounts) add(collector string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.n == nil {
-		e.n = map[string]uint64{}
-	}
-	e.n[collector]++
-}
-
-func (e *errorCounts) count(collector string) uint64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.n[collector]
 }
 
 func newPlugin() *plugin {
@@ -115,7 +95,7 @@ func (p *plugin) Configure(_ context.Context, cfg sdk.Config) error {
 	p.smartOff = !smartOn
 	p.omitted = omitted
 	if smartOn {
-		p.poller = newPoller(cfg.Paths.Sysfs, c.DevDir, c.SMARTInterval.Duration, p.open, p.now, p.log, func() { p.errs.add(collectorSMART) })
+		p.poller = newPoller(cfg.Paths.Sysfs, c.DevDir, c.SMARTInterval.Duration, p.open, p.now, p.log, func() { p.errs.Add(collectorSMART, 1) })
 		p.poller.start()
 	}
 	return nil
@@ -146,7 +126,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 
 	names, err := listControllers(sysfs)
 	if err != nil {
-		p.fail(w, collectorControllers, err)
+		p.errs.Fail(w, collectorControllers, err)
 		return nil
 	}
 	for _, name := range names {
@@ -155,10 +135,10 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 		}
 		id, err := readIdentity(sysfs, name)
 		if err != nil {
-			p.fail(w, collectorIdentity, err)
+			p.errs.Fail(w, collectorIdentity, err)
 		} else {
 			for _, e := range id.Errs {
-				p.fail(w, collectorIdentity, e)
+				p.errs.Fail(w, collectorIdentity, e)
 			}
 			w.Gauge(descInfo, 1, name, id.Serial, id.Model, id.FirmwareRev, id.Transport, id.Address, id.Cntlid)
 			if id.State != "" {
@@ -181,10 +161,10 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 				w.Error(collectorSMART, fmt.Errorf("%s: %w", name, unreported))
 			}
 			if ok {
-				w.Gauge(descSMARTAvailable, b2f(st.Available), name)
+				w.Gauge(descSMARTAvailable, sdk.Bool(st.Available), name)
 			}
 			if st.Log != nil {
-				w.Gauge(descSMARTLastSuccess, float64(st.LastSuccess.UnixNano())/1e9, name)
+				w.Gauge(descSMARTLastSuccess, sdk.UnixSeconds(st.LastSuccess), name)
 				writeSMART(w, name, id.Serial, st.Log)
 			}
 		}
@@ -197,7 +177,7 @@ func (p *plugin) Collect(ctx context.Context, w *sdk.Writer) error {
 func (p *plugin) writeNamespaces(w *sdk.Writer, sysfs, ctrl string) {
 	nss, errs := readNamespaces(sysfs, ctrl)
 	for _, e := range errs {
-		p.fail(w, collectorIdentity, e)
+		p.errs.Fail(w, collectorIdentity, e)
 	}
 	for _, ns := range nss {
 		w.Gauge(descNamespaceInfo, 1, ctrl, ns.Name, ns.NSID, ns.ANAState)
@@ -213,18 +193,10 @@ func (p *plugin) writeNamespaces(w *sdk.Writer, sysfs, ctrl string) {
 	}
 }
 
-// fail reports a partial failure of a scrape and counts it.
-func (p *plugin) fail(w *sdk.Writer, collector string, err error) {
-	p.errs.add(collector)
-	w.Error(collector, err)
-}
-
 // writeErrors writes nvme_collection_errors_total, every collector from
 // the first scrape on so that rate() works from zero.
 func (p *plugin) writeErrors(w *sdk.Writer) {
-	for _, c := range errorCollectors {
-		w.Counter(descCollectionErrors, float64(p.errs.count(c)), c)
-	}
+	p.errs.Write(w, descCollectionErrors, errorCollectors...)
 }
 
 // writeSMART writes the decoded log page of one controller.
@@ -262,10 +234,3 @@ func writeSMART(w *sdk.Writer, dev, serial string, l *smartLog) {
 }
 
 var sensorNames = [8]string{"sensor1", "sensor2", "sensor3", "sensor4", "sensor5", "sensor6", "sensor7", "sensor8"}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}

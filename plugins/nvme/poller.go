@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/plexporter/plexporter/sdk"
 )
 
 // smartState is the cached outcome of a controller's SMART log reads.
@@ -46,58 +48,33 @@ type poller struct {
 	warnedPerm bool
 	reads      atomic.Uint64 // finished reads, for tests
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
-	exited chan struct{} // closed when the loop has returned
+	loop *sdk.Poller    // calls round every interval
+	wg   sync.WaitGroup // the reads in flight
 }
 
 func newPoller(sysfs, devDir string, interval time.Duration, open openFunc, now func() time.Time, log *slog.Logger, failed func()) *poller {
-	return &poller{
+	p := &poller{
 		sysfs: sysfs, devDir: devDir, interval: interval,
 		open: open, now: now, log: log, failed: failed,
-		ctrls:  map[string]*controllerPoll{},
-		exited: make(chan struct{}),
+		ctrls: map[string]*controllerPoll{},
 	}
+	p.loop = sdk.NewPoller(interval, p.round)
+	return p
 }
 
 // start runs the first round at once and then one every interval, until stop.
-func (p *poller) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	p.wg.Add(1)
-	go p.run(ctx)
-}
+func (p *poller) start() { go p.loop.Run() }
 
 // stop cancels the poller and waits for its goroutines, including reads in
 // flight (a real ioctl cannot be interrupted; the kernel's admin timeout
 // bounds it). Safe to call more than once.
 func (p *poller) stop() {
-	p.once.Do(func() {
-		if p.cancel != nil {
-			p.cancel()
-		}
-		p.wg.Wait()
-	})
+	p.loop.Stop()
+	p.wg.Wait()
 }
 
 // done is closed once the poller loop has returned.
-func (p *poller) done() <-chan struct{} { return p.exited }
-
-func (p *poller) run(ctx context.Context) {
-	defer p.wg.Done()
-	defer close(p.exited)
-	t := time.NewTicker(p.interval)
-	defer t.Stop()
-	for {
-		p.round(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
+func (p *poller) done() <-chan struct{} { return p.loop.Done() }
 
 // round starts a read for every controller that has none in flight.
 func (p *poller) round(ctx context.Context) {

@@ -105,7 +105,7 @@ func TestCloseInterruptsBlockedRead(t *testing.T) {
 	if st, _, _ := pl.state("nvme0"); st.LastErr != nil {
 		t.Errorf("shutdown recorded as a failed read: %v", st.LastErr)
 	}
-	if n := p.errs.count(collectorSMART); n != 0 {
+	if n := p.errs.Count(collectorSMART); n != 0 {
 		t.Errorf("shutdown counted as %d errors", n)
 	}
 }

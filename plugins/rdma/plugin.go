@@ -299,10 +299,10 @@ func (p *plugin) collectQP(ctx context.Context, w *sdk.Writer, c *nldevClient, p
 			continue
 		}
 		for _, m := range []string{"none", "auto", "manual"} {
-			w.Gauge(descQPMode, b2f(mode.name() == m), pt.device, pt.label, m)
+			w.Gauge(descQPMode, sdk.Bool(mode.name() == m), pt.device, pt.label, m)
 		}
-		w.Gauge(descQPAutoMask, b2f(mode.maskType), pt.device, pt.label, "type")
-		w.Gauge(descQPAutoMask, b2f(mode.maskPID), pt.device, pt.label, "pid")
+		w.Gauge(descQPAutoMask, sdk.Bool(mode.maskType), pt.device, pt.label, "type")
+		w.Gauge(descQPAutoMask, sdk.Bool(mode.maskPID), pt.device, pt.label, "pid")
 		if mode.mode != counterModeAuto || !mode.maskType || mode.maskPID {
 			continue // only "auto type-only" is dumped
 		}
@@ -352,13 +352,6 @@ func failPort(w *sdk.Writer, counter *uint64, collector string, pt nlPort, err e
 
 func (p *plugin) qpStatus(w *sdk.Writer, dev, port, result string) {
 	for _, r := range []string{"ok", "overflow", "error"} {
-		w.Gauge(descQPScrapeStatus, b2f(r == result), dev, port, r)
+		w.Gauge(descQPScrapeStatus, sdk.Bool(r == result), dev, port, r)
 	}
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }

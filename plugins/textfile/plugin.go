@@ -35,9 +35,9 @@ type plugin struct {
 	// while the family's files are unchanged (dedup).
 	dedups map[string]*dedup
 
-	errors        map[string]float64 // by collector
-	filesRefused  map[string]float64 // by reason
-	seriesRefused map[string]float64 // by reason
+	errs          sdk.CollectionErrors // textfile_collection_errors_total
+	filesRefused  map[string]float64   // by reason
+	seriesRefused map[string]float64   // by reason
 	held, parses  float64
 }
 
@@ -60,7 +60,6 @@ func newPlugin() *plugin {
 		files:         map[string]*fileState{},
 		descs:         map[string]*sdk.Desc{},
 		dedups:        map[string]*dedup{},
-		errors:        map[string]float64{},
 		filesRefused:  map[string]float64{},
 		seriesRefused: map[string]float64{},
 	}
@@ -112,9 +111,8 @@ type scrape struct {
 
 // fail counts and reports a failure; the scrape's error gauge shows it.
 func (p *plugin) fail(s *scrape, collector string, err error) {
-	p.errors[collector]++
 	s.failed = true
-	s.w.Error(collector, err)
+	p.errs.Fail(s.w, collector, err)
 }
 
 // refuseFile reports a file left out, with its reason.
@@ -374,9 +372,7 @@ func (p *plugin) writeOwn(s *scrape) {
 		failed = 1
 	}
 	s.w.Gauge(descScrapeError, failed)
-	for _, c := range errorCollectors {
-		s.w.Counter(descCollectionErrors, p.errors[c], c)
-	}
+	p.errs.Write(s.w, descCollectionErrors, errorCollectors...)
 	for _, r := range fileReasons {
 		s.w.Counter(descFilesRefused, p.filesRefused[r], r)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,8 +15,8 @@ import (
 )
 
 // Push is the push: section: where and how the host sends the merged,
-// guarded snapshot that /metrics serves with Prometheus remote write 1.0.
-// Zero values take the defaults below (a --push.* flag, when given, wins
+// guarded snapshot that /metrics serves: Prometheus remote write 1.0
+// (default) or 2.0, or OTLP/HTTP (Protocol). Zero values take the defaults below (a --push.* flag, when given, wins
 // over the file).
 //
 //	push:
@@ -27,6 +28,8 @@ import (
 //	  tls_config: {ca_file: /etc/ssl/mimir-ca.pem}
 type Push struct {
 	URL string `yaml:"url"`
+	// Protocol is one of Protocols (default PushRemoteWriteV1).
+	Protocol string `yaml:"protocol"`
 	// Interval between snapshots (default DefaultPushInterval).
 	Interval time.Duration `yaml:"interval"`
 	// RemoteTimeout bounds one HTTP request (default 30s).
@@ -60,6 +63,25 @@ type Push struct {
 	HTTPClientConfig promconfig.HTTPClientConfig `yaml:",inline"`
 }
 
+// Push protocols (push.protocol, --push.protocol).
+const (
+	PushRemoteWriteV1 = "prometheus.remote_write.v1" // Prometheus remote write 1.0 (the default)
+	PushRemoteWriteV2 = "prometheus.remote_write.v2" // Prometheus remote write 2.0
+	PushOTLP          = "otlp"                       // OTLP/HTTP, protobuf
+)
+
+// PushProtocols lists the values of push.protocol.
+var PushProtocols = []string{PushRemoteWriteV1, PushRemoteWriteV2, PushOTLP}
+
+// CheckPushProtocol says what is wrong with a push protocol's name ("" is
+// the default).
+func CheckPushProtocol(p string) error {
+	if p == "" || slices.Contains(PushProtocols, p) {
+		return nil
+	}
+	return fmt.Errorf("%q is not a push protocol (one of %s)", p, strings.Join(PushProtocols, ", "))
+}
+
 // DefaultPushInterval is the push interval when neither the file nor
 // --push.interval sets one.
 const DefaultPushInterval = 15 * time.Second
@@ -77,6 +99,9 @@ func (p *Push) check(path string, data []byte) error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%s.url: %q is not an http:// or https:// URL (the receiver's remote write endpoint, such as http://prometheus:9090/api/v1/write)", key, p.URL)
 		}
+	}
+	if err := CheckPushProtocol(p.Protocol); err != nil {
+		return fmt.Errorf("%s.protocol: %w", key, err)
 	}
 	for name, d := range map[string]time.Duration{"interval": p.Interval, "remote_timeout": p.RemoteTimeout, "min_backoff": p.MinBackoff, "max_backoff": p.MaxBackoff, "flush_timeout": p.FlushTimeout, "spool_max_age": p.SpoolMaxAge} {
 		if d < 0 {

@@ -17,6 +17,7 @@ func TestPushSection(t *testing.T) {
   external_labels: {cluster: a}
   headers: {X-Scope-OrgID: team-a}
   max_pending_samples: 1000
+  protocol: prometheus.remote_write.v2
   basic_auth: {username: u, password_file: secret}
   tls_config: {ca_file: ca.pem, insecure_skip_verify: false}
 `)
@@ -25,7 +26,7 @@ func TestPushSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := f.Push
-	if p == nil || p.URL != "https://mimir.example/api/v1/push" || p.Interval != 30*time.Second || p.ExternalLabels["cluster"] != "a" || p.Headers["X-Scope-OrgID"] != "team-a" || p.MaxPendingSamples != 1000 {
+	if p == nil || p.URL != "https://mimir.example/api/v1/push" || p.Interval != 30*time.Second || p.ExternalLabels["cluster"] != "a" || p.Headers["X-Scope-OrgID"] != "team-a" || p.MaxPendingSamples != 1000 || p.Protocol != PushRemoteWriteV2 {
 		t.Fatalf("push section %+v", p)
 	}
 	dir := filepath.Dir(path)
@@ -48,6 +49,7 @@ func TestPushSectionErrors(t *testing.T) {
 		"push:\n  url: http://m/\n  bearer_token: a\n  bearer_token_file: b\n": "at most one of bearer_token & bearer_token_file must be configured",
 		"push:\n  url: http://m/\n  intervall: 1s\n":                           `3: unknown key "intervall"`,
 		"push:\n  url: http://m/\n  interval: 5 s\n":                           "push.interval",
+		"push:\n  url: http://m/\n  protocol: otel\n":                          `push.protocol: "otel" is not a push protocol (one of prometheus.remote_write.v1, prometheus.remote_write.v2, otlp)`,
 	} {
 		_, err := Load(writeFile(t, in), trust.Policy{})
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -83,15 +85,15 @@ func TestDeployPushExample(t *testing.T) {
 }
 
 // TestREADMEPushExample loads the push: example of README.md's "Push
-// (remote write)" section, so the documented keys stay true.
+// (remote write or OTLP)" section, so the documented keys stay true.
 func TestREADMEPushExample(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(b), "### Push (remote write)")
+	_, sec, ok := strings.Cut(string(b), "### Push (remote write or OTLP)")
 	if !ok {
-		t.Fatal(`README.md has no "### Push (remote write)" section`)
+		t.Fatal(`README.md has no "### Push (remote write or OTLP)" section`)
 	}
 	_, block, ok := strings.Cut(sec, "```yaml\n")
 	block, _, ok2 := strings.Cut(block, "```")
@@ -102,7 +104,7 @@ func TestREADMEPushExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("README.md's push example: %v", err)
 	}
-	if f.Push == nil || f.Push.URL == "" || f.Push.SpoolDir == "" || f.Push.HTTPClientConfig.TLSConfig.CertFile == "" {
+	if f.Push == nil || f.Push.URL == "" || f.Push.SpoolDir == "" || f.Push.HTTPClientConfig.TLSConfig.CertFile == "" || f.Push.Protocol != PushRemoteWriteV1 {
 		t.Errorf("README.md's push example read as %+v", f.Push)
 	}
 }

@@ -61,7 +61,7 @@ type Options struct {
 	SandboxWorks func() error
 	// MaxLabelValueLen is the guard's --plugin.max-label-length.
 	MaxLabelValueLen int
-	// ReservedPrefixes are the host's own family prefixes (merge.HostPrefixes).
+	// ReservedPrefixes are the host's own family prefixes (guard.HostPrefixes).
 	ReservedPrefixes []string
 	Log              *slog.Logger
 }

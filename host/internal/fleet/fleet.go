@@ -171,13 +171,59 @@ type trial struct {
 // config file keeps every plugin: the operator's typo costs a log line and a
 // self-metric, not the plugin's series. A plugin that is not running
 // (crashed, misconfigured) is simply replaced.
+//
+// It reads the disk and the config file (scan), decides what to do (plan,
+// without side effects) and does it (apply).
 func (f *Fleet) Reconcile() error {
 	f.reconciling.Lock()
 	defer f.reconciling.Unlock()
+	d, err := f.scan()
+	if err != nil {
+		return err
+	}
+
+	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return nil
+	}
+	for _, w := range d.warnings {
+		if key := w[0] + "\x00" + w[1]; !f.warned[key] {
+			f.warned[key] = true
+			f.log.Warn(w[1], "plugin", w[0])
+		}
+	}
+	for name, r := range d.refused {
+		if prev, ok := f.refused[name]; !ok || prev.Reason != r.Reason {
+			f.log.Error("plugin refused", "plugin", name, "path", r.Plugin.Path, "reason", r.Reason)
+		}
+	}
+	f.refused, f.disabled, f.scanned = d.refused, d.disabled, true
+	actions := plan(f.instances(), d.want)
+	f.mu.Unlock()
+
+	f.apply(actions)
+	return nil
+}
+
+// desired is what a scan found: the plugins to run with their settings,
+// those refused or disabled, and the warnings composing their settings
+// gave (plugin, text).
+type desired struct {
+	want     map[string]wanted
+	refused  map[string]Refusal
+	disabled map[string]discover.Plugin
+	warnings [][2]string
+}
+
+// scan reads the config file and the plugin directories and composes the
+// settings of every plugin found. Its error (a broken config file, a
+// missing plugin directory) leaves the fleet as it is.
+func (f *Fleet) scan() (desired, error) {
 	cfg, err := config.Load(f.opts.ConfigFile, f.trust)
 	f.recordReload(err)
 	if err != nil {
-		return err
+		return desired{}, err
 	}
 	if f.opts.Loaded != nil {
 		f.opts.Loaded(cfg)
@@ -193,7 +239,7 @@ func (f *Fleet) Reconcile() error {
 	if len(scan.Missing) > 0 && !f.opts.AllowMissingDirs {
 		err := fmt.Errorf("plugin directory %s does not exist: correct --plugin.dir (PLEXPORTER_PLUGIN_DIR) or create the directory, or pass %s if it may be missing", strings.Join(scan.Missing, ", "), AllowMissingDirsFlag)
 		f.recordReload(err)
-		return err
+		return desired{}, err
 	}
 	for _, d := range scan.Missing {
 		f.log.Warn("plugin directory does not exist", "dir", d)
@@ -209,33 +255,30 @@ func (f *Fleet) Reconcile() error {
 		f.log.Info("plugin shadowed by a later plugin directory", "plugin", s.Name, "ignored", s.Path, "used", s.By)
 	}
 
-	var warnings [][2]string // plugin, text
-	want := map[string]wanted{}
-	refused := map[string]Refusal{}
-	disabled := map[string]discover.Plugin{}
+	d := desired{want: map[string]wanted{}, refused: map[string]Refusal{}, disabled: map[string]discover.Plugin{}}
 	for _, r := range scan.Refused {
 		p := discover.Plugin{Name: r.Name, Path: r.Path}
 		if !cfg.Plugins[r.Name].IsEnabled() {
-			disabled[r.Name] = p
+			d.disabled[r.Name] = p
 			continue
 		}
-		refused[r.Name] = Refusal{Plugin: p, Reason: r.Reason}
+		d.refused[r.Name] = Refusal{Plugin: p, Reason: r.Reason}
 	}
 	for _, p := range scan.Plugins {
 		pc := cfg.Plugins[p.Name]
 		if !pc.IsEnabled() {
-			disabled[p.Name] = p
+			d.disabled[p.Name] = p
 			continue
 		}
 		settings, warns, err := f.settings(p, cfg)
 		for _, w := range warns {
-			warnings = append(warnings, [2]string{p.Name, w})
+			d.warnings = append(d.warnings, [2]string{p.Name, w})
 		}
 		if err != nil {
-			refused[p.Name] = Refusal{Plugin: p, Reason: err.Error()}
+			d.refused[p.Name] = Refusal{Plugin: p, Reason: err.Error()}
 			continue
 		}
-		want[p.Name] = wanted{p, settings}
+		d.want[p.Name] = wanted{p, settings}
 	}
 	for name, pc := range cfg.Plugins {
 		if pc.OnlyOptIn() {
@@ -244,84 +287,71 @@ func (f *Fleet) Reconcile() error {
 			// plugins): nothing to warn about.
 			continue
 		}
-		if _, found := want[name]; !found && disabled[name].Name == "" && refused[name].Plugin.Name == "" {
+		if _, found := d.want[name]; !found && d.disabled[name].Name == "" && d.refused[name].Plugin.Name == "" {
 			f.log.Warn("config file configures a plugin that is not installed", "plugin", name, "dirs", f.opts.Dirs)
 		}
 	}
+	return d, nil
+}
 
-	f.mu.Lock()
-	if f.stopped {
-		f.mu.Unlock()
-		return nil
-	}
-	for _, w := range warnings {
-		if key := w[0] + "\x00" + w[1]; !f.warned[key] {
-			f.warned[key] = true
-			f.log.Warn(w[1], "plugin", w[0])
+// instances describes the supervised plugins for plan. f.mu is held.
+func (f *Fleet) instances() map[string]instance {
+	out := make(map[string]instance, len(f.sups))
+	for name, sup := range f.sups {
+		in := instance{identity: sup.Plugin().Identity, settings: sup.Settings(), running: sup.Status().State == supervise.Running}
+		if r, ok := f.rejected[name]; ok {
+			in.rejected = &r
 		}
+		out[name] = in
 	}
-	for name, r := range refused {
-		if prev, ok := f.refused[name]; !ok || prev.Reason != r.Reason {
-			f.log.Error("plugin refused", "plugin", name, "path", r.Plugin.Path, "reason", r.Reason)
-		}
-	}
-	f.refused, f.disabled, f.scanned = refused, disabled, true
+	return out
+}
+
+// apply carries out plan's actions: it stops what is to go (outside the
+// lock: a graceful stop may take seconds, and scrapes, which list the
+// supervisors, must not wait for it; a plugin that is simply replaced is
+// gone before its replacement starts), starts what is new and tries the
+// replacements of running plugins.
+func (f *Fleet) apply(actions []action) {
 	var retire []*supervise.Supervisor
 	var trials []trial
-	for name, sup := range f.sups {
-		w, ok := want[name]
-		var why string
-		switch {
-		case !ok:
-			f.log.Info("plugin removed; stopping", "plugin", name)
-			retire = append(retire, sup)
-			delete(f.sups, name)
-			delete(f.rejected, name)
-			continue
-		case sup.Plugin().Identity != w.plugin.Identity:
-			why = "plugin binary replaced"
-		case !sup.Settings().Equal(w.settings):
-			why = "plugin settings changed"
-		default:
-			if _, ok := f.rejected[name]; ok {
-				f.log.Info("plugin settings are back to the ones it runs with", "plugin", name)
-				delete(f.rejected, name)
-			}
-			continue
+	f.mu.Lock()
+	for _, a := range actions {
+		switch a.step {
+		case stepStop:
+			f.log.Info("plugin removed; stopping", "plugin", a.name)
+			retire = append(retire, f.sups[a.name])
+			delete(f.sups, a.name)
+			delete(f.rejected, a.name)
+		case stepRestart:
+			f.log.Info(a.why+"; restarting", "plugin", a.name)
+			retire = append(retire, f.sups[a.name])
+			delete(f.sups, a.name)
+			delete(f.rejected, a.name)
+		case stepTry:
+			f.log.Info(a.why+"; starting the new instance beside the running one", "plugin", a.name)
+			delete(f.rejected, a.name)
+			trials = append(trials, trial{name: a.name, old: f.sups[a.name], new: supervise.New(a.want.plugin, a.want.settings, f.log)})
+		case stepForget:
+			f.log.Info("plugin settings are back to the ones it runs with", "plugin", a.name)
+			delete(f.rejected, a.name)
 		}
-		if r, ok := f.rejected[name]; ok && r.identity == w.plugin.Identity && r.settings.Equal(w.settings) {
-			continue // rejected already; tried again once they change
-		}
-		delete(f.rejected, name)
-		if sup.Status().State == supervise.Running {
-			f.log.Info(why+"; starting the new instance beside the running one", "plugin", name)
-			trials = append(trials, trial{name: name, old: sup, new: supervise.New(w.plugin, w.settings, f.log)})
-			continue
-		}
-		f.log.Info(why+"; restarting", "plugin", name)
-		retire = append(retire, sup)
-		delete(f.sups, name)
 	}
 	f.mu.Unlock()
 
-	// Stop outside the lock: a graceful stop may take seconds, and scrapes
-	// (which list the supervisors) must not wait for it. A plugin that is
-	// simply replaced is gone before its replacement starts.
 	stopAll(retire)
 
 	f.mu.Lock()
-	for name, w := range want {
-		if _, running := f.sups[name]; running {
-			continue
+	for _, a := range actions {
+		if a.step == stepStart || a.step == stepRestart {
+			sup := supervise.New(a.want.plugin, a.want.settings, f.log)
+			f.sups[a.name] = sup
+			sup.Start()
 		}
-		sup := supervise.New(w.plugin, w.settings, f.log)
-		f.sups[name] = sup
-		sup.Start()
 	}
 	f.mu.Unlock()
 
 	f.try(trials)
-	return nil
 }
 
 // try starts each replacement beside the running instance and waits for its

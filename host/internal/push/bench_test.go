@@ -13,7 +13,9 @@ import (
 
 	"github.com/gogo/protobuf/proto"
 	"github.com/klauspost/compress/snappy"
+	writev2 "github.com/prometheus/client_golang/exp/api/remote/genproto/v2"
 	dto "github.com/prometheus/client_model/go"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	gproto "google.golang.org/protobuf/proto"
 
 	"github.com/plexporter/plexporter/host/internal/config"
@@ -117,26 +119,7 @@ func TestRingMemoryOfAnHour(t *testing.T) {
 //
 //	go test ./host/internal/push -run '^$' -bench PushPipeline -count 6
 func BenchmarkPushPipeline(b *testing.B) {
-	var wire [][]byte
-	plan := workload.NewPlan(100000, 0, 1)
-	for _, bt := range batchtest.Record(plan.Write) {
-		buf, err := gproto.Marshal(&pluginv1.CollectResponse{Batch: bt})
-		if err != nil {
-			b.Fatal(err)
-		}
-		wire = append(wire, buf)
-	}
-	src := func(context.Context) []*guard.Family {
-		in := guard.Input{Plugin: "bench1", MaxSeries: 1 << 30}
-		for _, buf := range wire {
-			var msg pluginv1.CollectResponse
-			if err := gproto.Unmarshal(buf, &msg); err != nil {
-				b.Fatal(err)
-			}
-			in.Batches = append(in.Batches, msg.Batch)
-		}
-		return guard.Merge([]guard.Input{in}, guard.Options{MaxLabelValueLen: 4096}).Families
-	}
+	src := pipelineSource(b)
 	p, err := New(config.Push{URL: "http://127.0.0.1:1"}, src, "bench", slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
@@ -159,4 +142,69 @@ func BenchmarkPushPipeline(b *testing.B) {
 	}
 	b.ReportMetric(float64(bytes), "bytes/op")
 	b.ReportMetric(float64(p.tab.len()), "series")
+}
+
+// BenchmarkPushPipelineProtocols is BenchmarkPushPipeline with remote
+// write 2.0's and OTLP's encoders: each request built, marshalled and
+// compressed (remote write: snappy; OTLP: gzip) as it would be posted.
+//
+//	go test ./host/internal/push -run '^$' -bench PushPipelineProtocols -count 6
+func BenchmarkPushPipelineProtocols(b *testing.B) {
+	for _, proto := range []string{config.PushRemoteWriteV2, config.PushOTLP} {
+		b.Run(proto, func(b *testing.B) {
+			p, err := New(config.Push{URL: "http://127.0.0.1:1", Protocol: proto}, pipelineSource(b), "bench", slog.New(slog.DiscardHandler))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var bytes int
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Snapshot(context.Background())
+				bytes = 0
+				for len(p.ring) > 0 {
+					n := p.chunk(p.ring[0])
+					var raw []byte
+					switch req := p.encode(p.ring[0], n).(type) {
+					case *writev2.Request:
+						raw, err = req.MarshalVT()
+						raw = snappy.Encode(nil, raw)
+					case *colmetricpb.ExportMetricsServiceRequest:
+						raw, err = otlpBody(req)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					bytes += len(raw)
+					p.advance(p.ring[0], n)
+				}
+			}
+			b.ReportMetric(float64(bytes), "bytes/op")
+		})
+	}
+}
+
+// pipelineSource decodes and merges the 100k-series workload's batches,
+// as the host does for each round.
+func pipelineSource(b *testing.B) Source {
+	var wire [][]byte
+	plan := workload.NewPlan(100000, 0, 1)
+	for _, bt := range batchtest.Record(plan.Write) {
+		buf, err := gproto.Marshal(&pluginv1.CollectResponse{Batch: bt})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wire = append(wire, buf)
+	}
+	src := func(context.Context) []*guard.Family {
+		in := guard.Input{Plugin: "bench1", MaxSeries: 1 << 30}
+		for _, buf := range wire {
+			var msg pluginv1.CollectResponse
+			if err := gproto.Unmarshal(buf, &msg); err != nil {
+				b.Fatal(err)
+			}
+			in.Batches = append(in.Batches, msg.Batch)
+		}
+		return guard.Merge([]guard.Input{in}, guard.Options{MaxLabelValueLen: 4096}).Families
+	}
+	return src
 }

@@ -1,11 +1,13 @@
 // Package push sends the host's merged, guarded snapshot — what /metrics
-// serves — to a remote write receiver (Prometheus remote write 1.0) on
-// its own interval, independent of scrapes.
+// serves — to a receiver on its own interval, independent of scrapes:
+// Prometheus remote write 1.0 (the default) or 2.0, or OTLP/HTTP
+// (push.protocol). Only the encoding differs (protocols.go).
 //
 // Each interval one snapshot becomes one batch in a memory ring bounded
 // by samples (the oldest batches go first when it is full, counted). One
 // sender sends the ring oldest first, one request at a time, so every
 // series arrives in time order; client_golang's remote write client
+// (OTLP: the pusher's own loop, alike)
 // retries 5xx, 429 and network errors with exponential backoff and jitter,
 // adding a Retry-After, until the request succeeds, and never retries
 // another 4xx (the samples are dropped, counted and logged with the status
@@ -29,9 +31,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/exp/api/remote"
+	writev2 "github.com/prometheus/client_golang/exp/api/remote/genproto/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/prometheus/prompb"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 
 	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/internal/guard"
@@ -97,9 +102,12 @@ type Pusher struct {
 	cfg      config.Push
 	src      Source
 	log      *slog.Logger
-	api      *remote.API
+	api      *remote.API  // remote write
+	client   *http.Client // OTLP
 	status   *statusRecorder
 	external []prompb.Label
+	resource *resourcepb.Resource // OTLP: of the external labels
+	fams     map[famMeta]*famMeta // interned family metadata
 	now      func() time.Time
 
 	wake chan struct{}
@@ -143,6 +151,15 @@ func New(cfg config.Push, src Source, userAgent string, log *slog.Logger) (*Push
 	if cfg.URL == "" {
 		return nil, errors.New("push: no url (push.url in --config.file or --push.url)")
 	}
+	if cfg.Protocol == "" {
+		cfg.Protocol = config.PushRemoteWriteV1
+	}
+	if err := config.CheckPushProtocol(cfg.Protocol); err != nil {
+		return nil, fmt.Errorf("push: protocol: %w", err)
+	}
+	if cfg.SpoolDir != "" && cfg.Protocol != config.PushRemoteWriteV1 {
+		return nil, fmt.Errorf("push: spool_dir %s works with protocol %s only so far (the spool keeps remote write 1.0 requests); unset push.spool_dir (--push.spool-dir) or push with %s", cfg.SpoolDir, config.PushRemoteWriteV1, config.PushRemoteWriteV1)
+	}
 	client, err := promconfig.NewClientFromConfig(cfg.HTTPClientConfig, "plexporter_push", promconfig.WithUserAgent(userAgent))
 	if err != nil {
 		return nil, fmt.Errorf("push: HTTP client settings: %w", err)
@@ -150,17 +167,19 @@ func New(cfg config.Push, src Source, userAgent string, log *slog.Logger) (*Push
 	status := &statusRecorder{next: client.Transport, headers: cfg.Headers}
 	client.Transport = status
 	client.Timeout = cfg.RemoteTimeout
-	api, err := remote.NewAPI(cfg.URL,
-		remote.WithAPIHTTPClient(client),
-		remote.WithAPIPath(""), // cfg.URL is the whole endpoint
-		remote.WithAPIBackoff(remote.BackoffConfig{Min: cfg.MinBackoff, Max: cfg.MaxBackoff, MaxRetries: 0}), // 0: until it succeeds or shutdown
-	)
-	if err != nil {
-		return nil, fmt.Errorf("push: url %q: %w", cfg.URL, err)
-	}
 	p := &Pusher{
-		cfg: cfg, src: src, log: log, api: api, status: status, now: time.Now,
-		wake: make(chan struct{}, 1), tab: newTable(), dropped: map[string]float64{},
+		cfg: cfg, src: src, log: log, client: client, status: status, now: time.Now,
+		wake: make(chan struct{}, 1), tab: newTable(), dropped: map[string]float64{}, fams: map[famMeta]*famMeta{},
+	}
+	if cfg.Protocol != config.PushOTLP {
+		p.api, err = remote.NewAPI(cfg.URL,
+			remote.WithAPIHTTPClient(client),
+			remote.WithAPIPath(""), // cfg.URL is the whole endpoint
+			remote.WithAPIBackoff(remote.BackoffConfig{Min: cfg.MinBackoff, Max: cfg.MaxBackoff, MaxRetries: 0}), // 0: until it succeeds or shutdown
+		)
+		if err != nil {
+			return nil, fmt.Errorf("push: url %q: %w", cfg.URL, err)
+		}
 	}
 	if cfg.SpoolDir != "" {
 		sp, err := openSpool(cfg.SpoolDir, cfg.SpoolMaxBytes, cfg.SpoolMaxAge)
@@ -177,6 +196,7 @@ func New(cfg config.Push, src Source, userAgent string, log *slog.Logger) (*Push
 		p.external = append(p.external, prompb.Label{Name: n, Value: v})
 	}
 	slices.SortFunc(p.external, func(x, y prompb.Label) int { return strings.Compare(x.Name, y.Name) })
+	p.resource = otlpResource(p.external)
 	for _, r := range []string{DropRingFull, DropRejected, DropShutdown, DropError} {
 		p.dropped[r] = 0
 	}
@@ -252,7 +272,7 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 	p.snaps++
 	b := &snapshot{ts: ts.UnixMilli(), ids: p.idBuf[:0], values: p.valBuf[:0]}
 	pos := 0
-	flatten(mfs, p.external, func(key []byte, ls []prompb.Label, v float64) {
+	flattenInfo(mfs, p.external, p.intern, func(key []byte, ls []prompb.Label, v float64, in seriesInfo) {
 		// Snapshots come in the same order, push after push: the series
 		// at this place last time is the first guess, cheaper than a
 		// lookup among every series held.
@@ -272,12 +292,28 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 			return
 		}
 		p.mark[id] = p.snaps
+		p.tab.setInfo(id, in)
 		b.ids, b.values = append(b.ids, id), append(b.values, v)
 	})
 	p.enqueue(b)
 	if p.spool != nil && len(b.ids) > 0 {
 		p.spoolSnapshot(b)
 	}
+}
+
+// intern returns f's metadata, one copy per family. p.mu is held.
+func (p *Pusher) intern(f *guard.Family) *famMeta {
+	k := famMeta{name: f.Name, help: f.Help, unit: f.Unit, typ: f.Type}
+	if m, ok := p.fams[k]; ok {
+		return m
+	}
+	// Copies: the strings may point into a plugin's batch.
+	m := &famMeta{name: strings.Clone(f.Name), help: strings.Clone(f.Help), unit: strings.Clone(f.Unit), typ: f.Type}
+	if len(p.fams) >= 100_000 { // help texts that change every push: start over
+		clear(p.fams)
+	}
+	p.fams[*m] = m
+	return m
 }
 
 // enqueue adds b, one snapshot's samples, with staleness markers for the
@@ -423,8 +459,8 @@ func (p *Pusher) sendLoop(ctx context.Context, stopping <-chan struct{}) {
 			continue
 		}
 		b := p.ring[0]
-		n := min(p.cfg.MaxSamplesPerSend, b.unsent())
-		req := p.request(b, n)
+		n := p.chunk(b)
+		req := p.encode(b, n)
 		p.inFlight = true
 		p.mu.Unlock()
 
@@ -481,7 +517,8 @@ const (
 // outcome.
 func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 	p.status.code.Store(0)
-	_, err := p.api.Write(ctx, remote.WriteV1MessageType, req, remote.WithWriteRetryCallback(func(err error) {
+	p.status.written.Store(false)
+	retry := func(err error) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.failed += float64(n)
@@ -489,12 +526,41 @@ func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 			p.failing = true
 			p.log.Warn("push: request failed; retrying with backoff until it succeeds (samples queue in the ring meanwhile)", "url", p.cfg.URL, "err", truncate(err.Error()))
 		}
-	}))
+	}
+	var (
+		err      error
+		rejected int    // of n, what the receiver said it did not take
+		why      string // and why
+	)
+	switch r := req.(type) {
+	case *colmetricpb.ExportMetricsServiceRequest:
+		var points int64
+		points, why, err = p.otlpWrite(ctx, r, retry)
+		rejected = int(min(int64(n), points))
+	case *writev2.Request:
+		var stats remote.WriteResponseStats
+		stats, err = p.api.Write(ctx, remote.WriteV2MessageType, r, remote.WithWriteRetryCallback(retry))
+		if err == nil && stats.Samples < n {
+			rejected, why = n-stats.Samples, fmt.Sprintf("X-Prometheus-Remote-Write-Samples-Written: %d of %d", stats.Samples, n)
+		}
+	default:
+		_, err = p.api.Write(ctx, remote.WriteV1MessageType, req, remote.WithWriteRetryCallback(retry))
+	}
 	code := int(p.status.code.Load())
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
 	case err == nil:
+		if rejected > 0 {
+			// OTLP's partial success counts data points (a histogram's
+			// is several samples); they are counted as samples here.
+			p.dropped[DropRejected] += float64(rejected)
+			p.log.Error("push: receiver accepted the request but rejected part of it; the rest is dropped, not retried", "url", p.cfg.URL, "rejected", rejected, "of", n, "message", truncate(why))
+			n -= rejected
+		} else if why != "" {
+			// OTLP: a partial success that rejects nothing is a warning.
+			p.log.Warn("push: receiver accepted the request with a warning", "url", p.cfg.URL, "message", truncate(why))
+		}
 		p.sent += float64(n)
 		p.lastSuccess = p.now()
 		if p.failing {
@@ -508,6 +574,10 @@ func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 		// 429 is retried by the client; every other 4xx is final.
 		p.dropped[DropRejected] += float64(n)
 		p.log.Error("push: receiver rejected samples; they are dropped, not retried", "url", p.cfg.URL, "status", code, "samples", n, "err", truncate(err.Error()))
+		return sendDone
+	case code >= 200 && code < 300 && p.cfg.Protocol == config.PushRemoteWriteV2 && !p.status.written.Load():
+		p.dropped[DropRejected] += float64(n)
+		p.log.Error("push: samples dropped", "url", p.cfg.URL, "samples", n, "err", errNoWrittenHeader)
 		return sendDone
 	case code >= 200 && code < 300:
 		// Accepted, but the answer could not be read: send again.
@@ -572,6 +642,7 @@ type statusRecorder struct {
 	next    http.RoundTripper
 	headers map[string]string
 	code    atomic.Int32
+	written atomic.Bool // the answer had X-Prometheus-Remote-Write-Samples-Written
 }
 
 func (s *statusRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -584,14 +655,15 @@ func (s *statusRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := s.next.RoundTrip(r)
 	if resp != nil {
 		s.code.Store(int32(resp.StatusCode))
+		s.written.Store(resp.Header.Get("X-Prometheus-Remote-Write-Samples-Written") != "")
 	}
 	return resp, err
 }
 
 var (
-	descSent        = prometheus.NewDesc("plexporter_push_samples_sent_total", "Samples the remote write receiver accepted.", nil, nil)
+	descSent        = prometheus.NewDesc("plexporter_push_samples_sent_total", "Samples the receiver accepted.", nil, nil)
 	descFailed      = prometheus.NewDesc("plexporter_push_samples_failed_total", "Samples of requests that failed with a retryable error (5xx, 429, network) and were sent again.", nil, nil)
-	descDropped     = prometheus.NewDesc("plexporter_push_samples_dropped_total", "Samples never sent, by reason: ring_full (over push.max_pending_samples, oldest first), rejected (4xx other than 429), shutdown (pending past the flush timeout), error (request not made).", []string{"reason"}, nil)
+	descDropped     = prometheus.NewDesc("plexporter_push_samples_dropped_total", "Samples never sent, by reason: ring_full (over push.max_pending_samples, oldest first), rejected (4xx other than 429, or refused in a 2xx answer: remote write 2.0's written-samples header, OTLP's partial success), shutdown (pending past the flush timeout), error (request not made).", []string{"reason"}, nil)
 	descPending     = prometheus.NewDesc("plexporter_push_pending_samples", "Samples in the ring waiting to be sent.", nil, nil)
 	descOldest      = prometheus.NewDesc("plexporter_push_oldest_unsent_timestamp_seconds", "Timestamp of the oldest sample not yet sent (0: none pending).", nil, nil)
 	descLag         = prometheus.NewDesc("plexporter_push_lag_seconds", "How old the oldest unsent sample is (0: none pending).", nil, nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
 	"github.com/plexporter/plexporter/internal/guard"
 	"github.com/plexporter/plexporter/internal/wire"
@@ -35,7 +36,36 @@ type table struct {
 	keys     []string         // by id
 	hashes   []uint64         // by id
 	refs     []int32          // by id
-	free     []uint32
+	info     []seriesInfo     // by id: what the series is (RW 2.0 metadata, OTLP)
+	// By id, for OTLP's cumulative sums: the start time (ms, 0: not seen
+	// yet) and the last value sent.
+	start []int64
+	prev  []float64
+	attrs [][]*commonpb.KeyValue // by id, OTLP: its data point's attributes (nil: not made yet)
+	free  []uint32
+}
+
+// famMeta is a family's metadata, once per family (interned).
+type famMeta struct {
+	name, help, unit string
+	typ              pluginv1.MetricType
+}
+
+// Roles of a series in its family.
+const (
+	roleValue    uint8 = iota // counter, gauge, untyped: the family's sample
+	roleBucket                // histogram _bucket (bound: le)
+	roleSum                   // histogram or summary _sum
+	roleCount                 // histogram or summary _count
+	roleQuantile              // summary quantile (bound: the quantile)
+)
+
+// seriesInfo says what a series is: its family and its role there.
+type seriesInfo struct {
+	fam   *famMeta
+	role  uint8
+	first bool    // the first series of an OTLP data point (requests do not split one)
+	bound float64 // le or quantile
 }
 
 func newTable() *table {
@@ -46,6 +76,17 @@ func newTable() *table {
 // scratch buffer, when it is new) and holds it once more.
 func (t *table) ref(key []byte, ls []prompb.Label) uint32 {
 	return t.refHash(key, maphash.Bytes(t.seed, key), ls)
+}
+
+// setInfo records what series id is.
+func (t *table) setInfo(id uint32, in seriesInfo) {
+	if int(id) >= len(t.info) {
+		n := int(id) + 1 - len(t.info)
+		t.info = append(t.info, make([]seriesInfo, n)...)
+		t.start = append(t.start, make([]int64, n)...)
+		t.prev = append(t.prev, make([]float64, n)...)
+	}
+	t.info[id] = in
 }
 
 // refHash is ref with key's hash h.
@@ -94,6 +135,12 @@ func (t *table) release(ids []uint32) {
 				delete(t.overflow, t.keys[id])
 			}
 			t.labels[id], t.enc[id], t.keys[id] = nil, nil, ""
+			if int(id) < len(t.info) {
+				t.info[id], t.start[id], t.prev[id] = seriesInfo{}, 0, 0
+			}
+			if int(id) < len(t.attrs) {
+				t.attrs[id] = nil
+			}
 			t.free = append(t.free, id)
 		}
 	}
@@ -112,9 +159,18 @@ func (t *table) len() int { return len(t.byHash) + len(t.overflow) }
 // emit with its key and sorted labels, in buffers reused for the next;
 // label strings point into the plugins' batches (table.ref copies them).
 func flatten(fams []*guard.Family, external []prompb.Label, emit func(key []byte, ls []prompb.Label, v float64)) {
+	flattenInfo(fams, external, nil, func(key []byte, ls []prompb.Label, v float64, _ seriesInfo) { emit(key, ls, v) })
+}
+
+// flattenInfo is flatten that also says what each series is; intern
+// returns the interned metadata of a family (nil: none kept).
+func flattenInfo(fams []*guard.Family, external []prompb.Label, intern func(*guard.Family) *famMeta, emit func(key []byte, ls []prompb.Label, v float64, in seriesInfo)) {
 	b := labelBuilder{external: external, emit: emit}
 	for _, f := range fams {
 		bucket, sum, count := f.Name+"_bucket", f.Name+"_sum", f.Name+"_count"
+		if intern != nil {
+			b.fam = intern(f)
+		}
 		for pi := range f.Parts {
 			p := &f.Parts[pi]
 			c := &p.Chunk
@@ -124,21 +180,24 @@ func flatten(fams []*guard.Family, external []prompb.Label, emit func(key []byte
 				switch f.Type {
 				case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
 					bounds, cum := c.Buckets(i)
+					b.first = true
 					for j, ub := range bounds {
-						b.add(bucket, "le", formatFloat(ub), float64(cum[j]))
+						b.add(bucket, "le", formatFloat(ub), float64(cum[j]), roleBucket, ub)
 					}
-					b.add(bucket, "le", "+Inf", float64(c.Count(i)))
-					b.add(sum, "", "", c.Value(i))
-					b.add(count, "", "", float64(c.Count(i)))
+					b.add(bucket, "le", "+Inf", float64(c.Count(i)), roleBucket, math.Inf(1))
+					b.add(sum, "", "", c.Value(i), roleSum, 0)
+					b.add(count, "", "", float64(c.Count(i)), roleCount, 0)
 				case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
 					qs, vs := c.Quantiles(i)
+					b.first = true
 					for j, q := range qs {
-						b.add(f.Name, "quantile", formatFloat(q), vs[j])
+						b.add(f.Name, "quantile", formatFloat(q), vs[j], roleQuantile, q)
 					}
-					b.add(sum, "", "", c.Value(i))
-					b.add(count, "", "", float64(c.Count(i)))
+					b.add(sum, "", "", c.Value(i), roleSum, 0)
+					b.add(count, "", "", float64(c.Count(i)), roleCount, 0)
 				default:
-					b.add(f.Name, "", "", c.Value(i))
+					b.first = true
+					b.add(f.Name, "", "", c.Value(i), roleValue, 0)
 				}
 			}
 		}
@@ -161,10 +220,12 @@ type labelBuilder struct {
 	external []prompb.Label // sorted
 	// own is the metric's labels and the external labels it lacks, sorted:
 	// made once per metric, for the several series of a histogram.
-	own  []prompb.Label
-	ls   []prompb.Label
-	key  []byte
-	emit func(key []byte, ls []prompb.Label, v float64)
+	own   []prompb.Label
+	ls    []prompb.Label
+	key   []byte
+	fam   *famMeta
+	first bool // the next series added starts a data point
+	emit  func(key []byte, ls []prompb.Label, v float64, in seriesInfo)
 }
 
 func byName(x prompb.Label, name string) int { return strings.Compare(x.Name, name) }
@@ -197,7 +258,7 @@ func (b *labelBuilder) reset(names []string, c *wire.Chunk, refs []uint32) {
 
 // add emits the series name{own labels, extra=extraVal, external labels
 // the series lacks} with value v.
-func (b *labelBuilder) add(name, extra, extraVal string, v float64) {
+func (b *labelBuilder) add(name, extra, extraVal string, v float64, role uint8, bound float64) {
 	ls := append(b.ls[:0], b.own...)
 	ls = insert(ls, prompb.Label{Name: "__name__", Value: name}, true)
 	if extra != "" {
@@ -213,5 +274,6 @@ func (b *labelBuilder) add(name, extra, extraVal string, v float64) {
 		key = append(key, 0xff)
 	}
 	b.ls, b.key = ls, key
-	b.emit(key, ls, v)
+	b.emit(key, ls, v, seriesInfo{fam: b.fam, role: role, first: b.first, bound: bound})
+	b.first = false
 }
