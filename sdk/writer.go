@@ -58,8 +58,10 @@ func newWriter(filter *metricfilter.Filter, prefix string, batchSamples int, rec
 func (w *Writer) restart(send func(*pluginv1.CollectResponse) error) { w.enc.Restart(send) }
 
 // descState is what a Writer keeps of a Desc from its first sample on:
-// the allowlist's decision and the chunk header the encoder writes (its
-// name with the metric_prefix), made once, not per chunk.
+// the allowlist's decision, and the header the encoder keys the Desc's
+// chunks by. The header is filled from the Desc whenever a chunk starts,
+// as a Desc a plugin changes between collects (textfile's do) must be
+// read then.
 type descState struct {
 	on bool
 	h  *wire.Header
@@ -71,7 +73,7 @@ func (w *Writer) state(d *Desc) descState {
 	if !ok {
 		st.on = allowed(w.filter, w.prefix, d)
 		if st.on {
-			st.h = &wire.Header{Name: w.prefix + d.Name, Type: d.Type.wire(), Help: d.Help, Unit: d.Unit, Labels: d.Labels}
+			st.h = &wire.Header{}
 		}
 		w.descs[d] = st
 	}
@@ -184,7 +186,11 @@ func (w *Writer) chunk(d *Desc, typ Type, lv []string, bounds []float64, native 
 		w.misuse(d, fmt.Errorf("family %s has %d label names but a sample has %d values", d.Name, len(d.Labels), len(lv)))
 		return nil
 	}
-	return w.enc.Open(st.h, bounds, native)
+	if c := w.enc.Chunk(st.h, bounds, native); c != nil {
+		return c
+	}
+	*st.h = wire.Header{Name: w.prefix + d.Name, Type: d.Type.wire(), Help: d.Help, Unit: d.Unit, Labels: d.Labels}
+	return w.enc.Start(st.h, bounds)
 }
 
 func (w *Writer) misuse(d *Desc, err error) { w.Error("sdk", err) }
