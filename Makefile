@@ -61,7 +61,7 @@ run: build
 
 ## demo: the host and every shipped plugin, each in its manifest's sandbox
 ##       (as root; unsandboxed otherwise), over one node built from the
-##       plugins' fixtures (internal/demo), serving on $(LISTEN). The demo
+##       plugins' fixtures (internal/dev/demo), serving on $(LISTEN). The demo
 ##       plugins are built with -tags demo: they replay the captured answers
 ##       of the hardware the fixtures describe (ethtool and NVMe ioctls, RDMA
 ##       netlink) instead of asking this machine's kernel. plexporter-so loads
@@ -74,7 +74,7 @@ demo: build
 		CGO_ENABLED=$$cgo $(GO) build -tags demo -ldflags '$(LDFLAGS)' -o $(DEMO)/plugins/plexporter-$$p ./plugins/$$p; \
 		cp plugins/$$p/plexporter-$$p.yaml $(DEMO)/plugins/; \
 	done
-	$(GO) run ./internal/demo -dir $(DEMO) -library $(BIN)/collectors/libplexporter_loadavg.so
+	$(GO) run ./internal/dev/demo -dir $(DEMO) -library $(BIN)/collectors/libplexporter_loadavg.so
 	@[ "$$(id -u)" = 0 ] || echo "demo: not root, so the plugins run unsandboxed as you (as root, each runs in its manifest's sandbox)"
 	./$(BIN)/plexporter --plugin.dir=./$(DEMO)/plugins $$(cat $(DEMO)/flags) --web.listen-address=$(LISTEN) $(RUN_ARGS)
 
@@ -146,7 +146,7 @@ unit:
 	@# net is an hour
 	$(GO) test -count=1 -timeout 60m ./...
 	@# the concurrent core again under the race detector (needs cgo)
-	CGO_ENABLED=1 $(GO) test -count=1 -race ./sdk/ ./sdk/fixture/ ./sdk/metricfilter/ ./internal/batch/ ./internal/merge/ ./host/internal/expose/ ./host/internal/scrape/ ./host/internal/supervise/ ./host/internal/push/
+	CGO_ENABLED=1 $(GO) test -count=1 -race ./sdk/ ./sdk/fixture/ ./sdk/metricfilter/ ./internal/wire/ ./internal/guard/ ./host/internal/expose/ ./host/internal/scrape/ ./host/internal/supervise/ ./host/internal/push/
 	@# plexporter-so's in-process tests load real shared objects (dlopen needs cgo)
 	CGO_ENABLED=1 $(GO) test -count=1 -race -skip '^(TestBadCollectorsCostTheirInstanceOnly|TestConformanceWithTheExampleCollector)$$' ./plugins/so/
 	@# nixl drains rings in the background while scrapes read its sums, and
@@ -180,7 +180,7 @@ $(TOOLS)/protoc-gen-go-grpc:
 $(TOOLS)/apidiff:
 	GOBIN=$(TOOLS) $(GO) install golang.org/x/exp/cmd/apidiff@$(APIDIFF_VERSION)
 
-## bench: build, then run the performance harness (internal/bench,
+## bench: build, then run the performance harness (internal/dev/bench,
 ##        ~8 min on 2 cores, 5 of them scenario 8): medians and same-run ratios
 ##        as markdown on stdout and in docs/performance.md. Harness flags go in
 ##        BENCH_FLAGS, e.g. BENCH_FLAGS='-scenarios 1 -sizes 100000', or
@@ -188,9 +188,9 @@ $(TOOLS)/apidiff:
 BENCH_FLAGS ?=
 bench: build
 	@mkdir -p $(BIN)/bench
-	$(GO) build -o $(BIN)/bench/plexporter-chaos ./internal/testplugins/chaos
-	$(GO) build -o $(BIN)/bench/plexporter-bench ./internal/bench/benchplugin
-	$(GO) run ./internal/bench -bin $(BIN) $(BENCH_FLAGS)
+	$(GO) build -o $(BIN)/bench/plexporter-chaos ./internal/testkit/testplugins/chaos
+	$(GO) build -o $(BIN)/bench/plexporter-bench ./internal/dev/bench/benchplugin
+	$(GO) run ./internal/dev/bench -bin $(BIN) $(BENCH_FLAGS)
 
 ## ebpf-generate-check: compile plugins/ebpf's BPF programs again with the
 ##              pinned clang (plugins/ebpf/bpf/CLANG_VERSION) and fail if the

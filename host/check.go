@@ -10,7 +10,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/sandbox"
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 )
 
 // checkFlags are `plexporter plugin check`'s own.
@@ -34,7 +34,7 @@ func checkPlugin(f flags, opts fleet.Options, log *slog.Logger) int {
 		Settings:         settings,
 		SandboxWorks:     sandbox.CheckHost,
 		MaxLabelValueLen: f.maxLabelLen,
-		ReservedPrefixes: merge.HostPrefixes(),
+		ReservedPrefixes: guard.HostPrefixes(),
 		Log:              log,
 	})
 	if err != nil {

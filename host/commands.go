@@ -12,7 +12,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/scrape"
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -45,7 +45,7 @@ func listPlugins(fl *fleet.Fleet, filter *metricfilter.Filter, maxLabelLen int, 
 		series, lastErr := "-", st.LastError
 		if sup := sups[st.Name]; sup != nil && st.Up() {
 			c := sup.Collect(context.Background())
-			res := merge.Merge([]merge.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: sup.Settings().MaxSeries, SelectedBy: sup.SelectedBy()}}, merge.Options{Filter: filter, MaxLabelValueLen: maxLabelLen})
+			res := guard.Merge([]guard.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: sup.Settings().MaxSeries, SelectedBy: sup.SelectedBy()}}, guard.Options{Filter: filter, MaxLabelValueLen: maxLabelLen})
 			series = fmt.Sprint(res.Series[st.Name])
 			switch {
 			case c.Err != nil:
@@ -131,17 +131,21 @@ func listMetrics(fl *fleet.Fleet, markdown bool) int {
 	// The host's own families first, under its own name: they are on
 	// every /metrics, whichever plugins run.
 	for _, d := range scrape.Catalogue() {
-		row(hostCatalogueName, d.Name, d.Type.String(), d.Labels, d.Help)
+		row(hostCatalogueName, d.Name, typeName(d.Type), d.Labels, d.Help)
 	}
 	for _, s := range fl.Supervisors() {
 		st := s.Status()
 		for _, m := range st.Info.GetMetrics() {
-			typ := strings.ToLower(strings.TrimPrefix(m.GetType().String(), "METRIC_TYPE_"))
-			row(st.Name, m.GetName(), typ, m.GetLabelNames(), m.GetHelp())
+			row(st.Name, m.GetName(), typeName(m.GetType()), m.GetLabelNames(), m.GetHelp())
 		}
 	}
 	tw.Flush()
 	return 0
+}
+
+// typeName is a metric type as a # TYPE line writes it ("counter").
+func typeName(t pluginv1.MetricType) string {
+	return strings.ToLower(strings.TrimPrefix(t.String(), "METRIC_TYPE_"))
 }
 
 // hostCatalogueName is the plugin column of the host's own families in

@@ -31,7 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 	"kernel.org/pub/linux/libs/security/libcap/cap"
 
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/testkit/syncbuf"
 )
 
 // podInitEnv carries a podInit (JSON) to the test binary re-executed as a
@@ -407,7 +407,7 @@ func TestContainerLayouts(t *testing.T) {
 			}
 			// rdma and nvme: the node's sysfs at /host/sys, in any network.
 			// 6: the fixture's 5 and the demo's second RoCE port (mlx5_3,
-			// 802.3x pause on, internal/demo/demotree).
+			// 802.3x pause on, internal/dev/demo/demotree).
 			if n := count(mfs, "rdma_port_info", "netdev", "ens1f0np0"); n != 1 || len(mfs["rdma_port_info"].GetMetric()) != 6 {
 				t.Errorf("rdma: %d ports, want the demo tree's 6", len(mfs["rdma_port_info"].GetMetric()))
 			}

@@ -9,7 +9,7 @@ import (
 // every family that names it in the merged scrape (the shipped plugins over
 // the demo node), keeps the other devices and the series without a device
 // label. The cross-plugin case (rdma and ethtool families of one device)
-// is pinned in internal/merge; this checks the flag reaches the guard.
+// is pinned in internal/guard; this checks the flag reaches the guard.
 func TestDeviceExcludeAcrossPlugins(t *testing.T) {
 	t.Parallel() // it mostly waits for plugins to start; its hosts share nothing
 	st := newSandboxTree(t)

@@ -39,10 +39,10 @@ func TestMain(m *testing.M) {
 	// compile and link in parallel: the host and the test plugins, and the
 	// shipped plugins. Each names its binaries after their package
 	// directories (two builds, because the test plugin
-	// internal/testplugins/probe and the shipped plugins/probe share the
+	// internal/testkit/testplugins/probe and the shipped plugins/probe share the
 	// base name); then each is moved to the name the tests use.
 	builds := []map[string]string{
-		{".": "plexporter", "../internal/testplugins/chaos": "chaos", "../internal/testplugins/probe": "probe", "../internal/testplugins/native": "native"},
+		{".": "plexporter", "../internal/testkit/testplugins/chaos": "chaos", "../internal/testkit/testplugins/probe": "probe", "../internal/testkit/testplugins/native": "native"},
 		{},
 	}
 	shipped, _ := filepath.Glob("../plugins/*/main.go")

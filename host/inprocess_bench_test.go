@@ -22,7 +22,7 @@ import (
 // functions) and, at the start, the host's own start. cpu-ms/op is the test
 // process only (host + client), without the plugins. By default it serves the
 // 100k chaos series of BenchmarkScrape100k; the performance harness
-// (internal/bench) points it at its own plugin directory and
+// (internal/dev/bench) points it at its own plugin directory and
 // config with PERFHARNESS_PLUGIN_DIR and PERFHARNESS_CONFIG, and passes
 // further host flags in PERFHARNESS_ARGS (space-separated).
 func BenchmarkHostInProcess(b *testing.B) {

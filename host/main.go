@@ -37,7 +37,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/scrape"
 	"github.com/plexporter/plexporter/host/internal/supervise"
 	hostweb "github.com/plexporter/plexporter/host/internal/web"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -134,7 +134,7 @@ func run(args []string) int {
 	app.Flag("scrape.timeout", "How long each plugin's Collect may take; a late plugin contributes nothing to that scrape.").Default("5s").SetValue((*durationFlag)(&f.scrapeTimeout))
 	app.Flag("plugin.start-timeout", "How long a plugin may take to start, handshake and accept its configuration.").Default("10s").SetValue((*durationFlag)(&f.startTimeout))
 	app.Flag("plugin.max-series", "Series one plugin may contribute to a scrape; the excess is dropped and counted.").Default("100000").IntVar(&f.maxSeries)
-	app.Flag("plugin.max-label-length", "Longest label value accepted, in bytes; longer ones drop their series.").Default(strconv.Itoa(merge.DefaultMaxLabelValueLen)).IntVar(&f.maxLabelLen)
+	app.Flag("plugin.max-label-length", "Longest label value accepted, in bytes; longer ones drop their series.").Default(strconv.Itoa(guard.DefaultMaxLabelValueLen)).IntVar(&f.maxLabelLen)
 	app.Flag("plugin.sandbox", "Confine each plugin to its manifest (needs root). --no-plugin.sandbox runs plugins as the host's user, unconfined: development only.").Default("true").BoolVar(&f.sandbox)
 	app.Flag("plugin.allow-root", "Allow plugins whose manifest sets allow_root to run as uid 0.").BoolVar(&f.allowRoot)
 	app.Flag("plugin.allow-any-unix-connect", "Run plugins whose network grant needs connect(2) on kernels whose Landlock (ABI < 9) cannot restrict it to the granted unix sockets: such a plugin can connect to every unix socket its user may write.").BoolVar(&f.anyUnixConnect)
@@ -260,7 +260,7 @@ func run(args []string) int {
 	return 2
 }
 
-func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, devices *merge.DeviceFilter, f flags, toolkitFlags *web.FlagConfig, log *slog.Logger) int {
+func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, devices *guard.DeviceFilter, f flags, toolkitFlags *web.FlagConfig, log *slog.Logger) int {
 	log.Info("starting plexporter", "version", version.Info(), "plugin_dirs", strings.Join(f.pluginDirs, ","))
 	// Listen before any plugin starts: a taken or mistyped address is
 	// reported at once, with no plugin process started for nothing.
@@ -370,7 +370,7 @@ func newPusher(fl *fleet.Fleet, scraper *scrape.Scraper, pf pushFlags, log *slog
 	}
 	// The same round as a scrape of /metrics without a selection: every
 	// plugin, merged and guarded once, with the host's own families.
-	src := func(ctx context.Context) []*merge.Family { return scraper.Scrape(ctx, scrape.Selection{}) }
+	src := func(ctx context.Context) []*guard.Family { return scraper.Scrape(ctx, scrape.Selection{}) }
 	p, err := push.New(c, src, "plexporter/"+version.Version, log)
 	if err != nil {
 		return nil, err
@@ -463,7 +463,7 @@ func warnUnmatched(fl *fleet.Fleet, filter *metricfilter.Filter, log *slog.Logge
 			ctx, cancel := context.WithTimeout(context.Background(), s.Settings().Timeout)
 			c := s.Collect(ctx)
 			cancel()
-			res := merge.Merge([]merge.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: s.Settings().MaxSeries}}, merge.Options{Filter: filter})
+			res := guard.Merge([]guard.Input{{Plugin: st.Name, Batches: c.Batches, MaxSeries: s.Settings().MaxSeries}}, guard.Options{Filter: filter})
 			for _, fam := range res.Families {
 				names = append(names, fam.Name)
 			}
@@ -550,8 +550,8 @@ func hclogLevel(c *promslog.Config) hclog.Level {
 
 // deviceFilter compiles --device.include and --device.exclude; an error
 // names the flag.
-func deviceFilter(include, exclude string) (*merge.DeviceFilter, error) {
-	var d merge.DeviceFilter
+func deviceFilter(include, exclude string) (*guard.DeviceFilter, error) {
+	var d guard.DeviceFilter
 	for _, x := range []struct {
 		flag, expr string
 		dst        **regexp.Regexp

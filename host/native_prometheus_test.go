@@ -2,7 +2,7 @@ package main
 
 // A real Prometheus scrapes a native histogram from the host's protobuf
 // exposition and computes quantiles from it; text scrapers of the same host
-// get the classic buckets (internal/testplugins/native has the
+// get the classic buckets (internal/testkit/testplugins/native has the
 // distribution).
 
 import (

@@ -18,7 +18,7 @@ import (
 
 	"github.com/plexporter/plexporter/sdk/sdktest"
 
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/testkit/syncbuf"
 )
 
 func TestVersionGoesToStdout(t *testing.T) {

@@ -5,7 +5,7 @@ package main
 // program that reads another process's memory (bpf_probe_read_user) or kills
 // it (bpf_send_signal). Each test runs the plugin's test build (build tag
 // sealprobe: the shipped plugin, restricted as shipped, that also reports
-// what internal/privprobe's attempts answered from inside its process)
+// what plugins/internal/privprobe's attempts answered from inside its process)
 // under the shipped manifest in the host's sandbox, once as shipped and once
 // with the restriction off (PLEXPORTER_SEALPROBE_OFF, which only that
 // build reads), so the test fails if the restriction goes.

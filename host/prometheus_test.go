@@ -19,7 +19,7 @@ import (
 
 	"github.com/plexporter/plexporter/sdk/sdktest"
 
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/testkit/syncbuf"
 )
 
 func prometheusBinary(t *testing.T) string {

@@ -17,7 +17,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/plexporter/plexporter/internal/demo/demotree"
+	"github.com/plexporter/plexporter/internal/dev/demo/demotree"
 )
 
 // installShipped copies every shipped plugin and its manifest into st's
@@ -38,7 +38,7 @@ func installShipped(t *testing.T, st *sandboxTree) []string {
 	return names
 }
 
-// demoTree builds the shipped fixtures' node (internal/demo/demotree) at a
+// demoTree builds the shipped fixtures' node (internal/dev/demo/demotree) at a
 // root nothing in the manifests names: <tmp>/node/host, like /host in a pod.
 func demoTree(t *testing.T) demotree.Tree {
 	t.Helper()

@@ -6,7 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/sdktest"
@@ -15,7 +15,7 @@ import (
 // Micro-benchmarks of the plugin side of a collect (batch build with the
 // Writer, proto marshal as gRPC does before sending) and of the host's first
 // step (proto unmarshal of the received batches). The samples are shaped like
-// internal/batch/batchtest.Mix: counters with 3 labels, gauges with 2 and
+// internal/testkit/batchtest.Mix: counters with 3 labels, gauges with 2 and
 // 10-bucket histograms, 6:3:1 by sample; label values are prepared up front,
 // as a plugin holds them when it writes.
 //

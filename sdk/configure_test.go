@@ -10,9 +10,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/plexporter/plexporter/internal/sdkhook"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/internal/testhook"
 )
 
 // configurable warns or fails at Configure as told.
@@ -32,7 +32,7 @@ func (c *configurable) Collect(context.Context, *sdk.Writer) error { return nil 
 
 func TestConfigureWarningsReachTheHost(t *testing.T) {
 	p := &configurable{warn: []string{"exclude_devices: mlx5_9 does not exist", "qp_counters is deprecated"}}
-	srv := sdkhook.NewServer(p, nil)
+	srv := testhook.NewServer(p, nil)
 	for range 2 { // each Configure answers its own warnings
 		resp, err := srv.Configure(context.Background(), &pluginv1.ConfigureRequest{})
 		if err != nil || !slices.Equal(resp.GetWarnings(), p.warn) {
@@ -46,7 +46,7 @@ func TestConfigureWarningsReachTheHost(t *testing.T) {
 // A rejection reaches the host as INVALID_ARGUMENT carrying the plugin's
 // message as it wrote it: the host shows that text to the operator.
 func TestConfigureRejectionKeepsThePluginsMessage(t *testing.T) {
-	srv := sdkhook.NewServer(&configurable{fail: errors.New(`device "mlx5_9": no such device`)}, nil)
+	srv := testhook.NewServer(&configurable{fail: errors.New(`device "mlx5_9": no such device`)}, nil)
 	_, err := srv.Configure(context.Background(), &pluginv1.ConfigureRequest{})
 	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != `device "mlx5_9": no such device` {
 		t.Fatalf("status %v %q", st.Code(), st.Message())
@@ -69,7 +69,7 @@ func (v *versionSeen) Configure(_ context.Context, cfg sdk.Config) error {
 func TestConfigureTellsTheHostsVersion(t *testing.T) {
 	for sent, want := range map[string]string{"1.2.0": "1.2.0", "1.7.3": "1.7.3", "": "1.0.0"} {
 		p := &versionSeen{}
-		if _, err := sdkhook.NewServer(p, nil).Configure(context.Background(), &pluginv1.ConfigureRequest{HostApiVersion: sent}); err != nil {
+		if _, err := testhook.NewServer(p, nil).Configure(context.Background(), &pluginv1.ConfigureRequest{HostApiVersion: sent}); err != nil {
 			t.Fatal(err)
 		}
 		if p.host != want {
@@ -94,7 +94,7 @@ func (d *devicesSeen) Configure(_ context.Context, cfg sdk.Config) error {
 // the field.
 func TestConfigureTellsTheDeviceFilter(t *testing.T) {
 	p := &devicesSeen{}
-	srv := sdkhook.NewServer(p, nil)
+	srv := testhook.NewServer(p, nil)
 	if _, err := srv.Configure(context.Background(), &pluginv1.ConfigureRequest{DeviceInclude: "^mlx5_", DeviceExclude: "^mlx5_bond_0$"}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,65 +4,21 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/plexporter/plexporter/internal/wire"
 )
 
 // WriteFamilies writes client_model metric families (the output of any
 // prometheus.Gatherer) into w. It is the bridge for existing
-// client_golang code; the host also uses it for its own self-metrics.
-// Native histogram parts and exemplars are not carried.
+// client_golang code. Native histogram parts and exemplars are not
+// carried.
 func (w *Writer) WriteFamilies(mfs []*dto.MetricFamily) {
-	descs := map[string]*Desc{}
-	for _, mf := range mfs {
-		typ, ok := dtoTypes[mf.GetType()]
-		if !ok {
-			w.Error("gather", fmt.Errorf("family %s: unsupported metric type %s", mf.GetName(), mf.GetType()))
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			d := descFor(descs, mf, typ, m)
-			if !w.Enabled(d) {
-				break
-			}
-			lv := make([]string, len(m.GetLabel()))
-			for i, lp := range m.GetLabel() {
-				lv[i] = lp.GetValue()
-			}
-			switch typ {
-			case Counter:
-				w.Counter(d, m.GetCounter().GetValue(), lv...)
-			case Gauge:
-				w.Gauge(d, m.GetGauge().GetValue(), lv...)
-			case Untyped:
-				w.Untyped(d, m.GetUntyped().GetValue(), lv...)
-			case Histogram:
-				h := m.GetHistogram()
-				var bounds []float64
-				var cum []uint64
-				for _, b := range h.GetBucket() {
-					if math.IsInf(b.GetUpperBound(), 1) {
-						continue // the +Inf bucket is the count
-					}
-					bounds = append(bounds, b.GetUpperBound())
-					cum = append(cum, b.GetCumulativeCount())
-				}
-				w.Histogram(d, bounds, cum, h.GetSampleCount(), h.GetSampleSum(), lv...)
-			case Summary:
-				s := m.GetSummary()
-				qs := make([]float64, len(s.GetQuantile()))
-				vs := make([]float64, len(s.GetQuantile()))
-				for i, q := range s.GetQuantile() {
-					qs[i], vs[i] = q.GetQuantile(), q.GetValue()
-				}
-				w.Summary(d, qs, vs, s.GetSampleCount(), s.GetSampleSum(), lv...)
-			}
-		}
-	}
+	wire.WriteFamilies(w.enc, mfs, w.prefix, w.filter.Allow)
 }
 
 var dtoTypes = map[dto.MetricType]Type{

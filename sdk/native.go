@@ -3,7 +3,8 @@ package sdk
 import (
 	"fmt"
 	"math"
-	"slices"
+
+	"github.com/plexporter/plexporter/internal/wire"
 )
 
 // NativeHistogram is one sample of a Prometheus native histogram: buckets
@@ -99,35 +100,20 @@ func (w *Writer) NativeHistogram(d *Desc, h NativeHistogram, labelValues ...stri
 	if c == nil {
 		return
 	}
-	c.Values = append(c.Values, h.Sum)
-	c.Counts = append(c.Counts, h.Count)
-	c.BucketCounts = append(c.BucketCounts, h.Cumulative...)
-	c.NativeSchemas = append(c.NativeSchemas, h.Schema)
-	c.NativeZeroThresholds = append(c.NativeZeroThresholds, h.ZeroThreshold)
-	c.NativeZeroCounts = append(c.NativeZeroCounts, h.ZeroCount)
-	c.NativePositiveSpanCounts = append(c.NativePositiveSpanCounts, uint32(len(h.PositiveSpans)))
-	c.NativeNegativeSpanCounts = append(c.NativeNegativeSpanCounts, uint32(len(h.NegativeSpans)))
+	w.spanOffsets, w.spanLengths = w.spanOffsets[:0], w.spanLengths[:0]
 	for _, spans := range [2][]BucketSpan{h.PositiveSpans, h.NegativeSpans} {
 		for _, s := range spans {
-			c.NativeSpanOffsets = append(c.NativeSpanOffsets, s.Offset)
-			c.NativeSpanLengths = append(c.NativeSpanLengths, s.Length)
+			w.spanOffsets = append(w.spanOffsets, s.Offset)
+			w.spanLengths = append(w.spanLengths, s.Length)
 		}
 	}
-	c.NativeDeltas = appendDeltas(c.NativeDeltas, h.PositiveBuckets)
-	c.NativeDeltas = appendDeltas(c.NativeDeltas, h.NegativeBuckets)
-	spans, buckets := len(h.PositiveSpans)+len(h.NegativeSpans), len(h.PositiveBuckets)+len(h.NegativeBuckets)
-	w.sampleDone(9 + 10 + 10*len(h.Cumulative) + 3 + 9 + 10 + 10 + 10*spans + 10*buckets)
-}
-
-// appendDeltas appends counts as the protocol's deltas: each count's
-// difference to the one before it (the first's to 0).
-func appendDeltas(deltas []int64, counts []uint64) []int64 {
-	prev := uint64(0)
-	for _, c := range counts {
-		deltas = append(deltas, int64(c-prev)) // two's complement: a decrease is negative
-		prev = c
-	}
-	return deltas
+	w.enc.AddNative(c, labelValues, &wire.NativeSample{
+		Sum: h.Sum, Count: h.Count, Cumulative: h.Cumulative,
+		Schema: h.Schema, ZeroThreshold: h.ZeroThreshold, ZeroCount: h.ZeroCount,
+		PositiveSpans: len(h.PositiveSpans), NegativeSpans: len(h.NegativeSpans),
+		SpanOffsets: w.spanOffsets, SpanLengths: w.spanLengths,
+		PositiveBuckets: h.PositiveBuckets, NegativeBuckets: h.NegativeBuckets,
+	})
 }
 
 // check applies the host's rules for native histograms (docs/plugin-protocol.md,
@@ -166,10 +152,4 @@ func (h *NativeHistogram) check() error {
 		return fmt.Errorf("buckets and zero bucket hold %d observations but the count is %d", total, h.Count)
 	}
 	return nil
-}
-
-// sameShape reports whether a chunk's bounds and kind take a sample with
-// these bounds, native or not.
-func sameShape(chunkBounds []float64, chunkNative bool, bounds []float64, native bool) bool {
-	return chunkNative == native && slices.Equal(chunkBounds, bounds)
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/wire"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
@@ -38,7 +38,7 @@ func TestSetPositiveBuckets(t *testing.T) {
 // The Writer packs native histograms into the chunk's native columns, as
 // deltas, and keeps native and classic-only samples in separate chunks.
 func TestWriterNativeHistogram(t *testing.T) {
-	var rec batch.Recorder
+	var rec wire.Recorder
 	w := sdkNewWriter(&rec)
 	h := sdk.NativeHistogram{Count: 6, Sum: 2, Schema: 1, ZeroThreshold: 1e-6, ZeroCount: 1,
 		NegativeSpans: []sdk.BucketSpan{{Offset: 2, Length: 1}}, NegativeBuckets: []uint64{1}}
@@ -67,7 +67,7 @@ func TestWriterNativeHistogram(t *testing.T) {
 		t.Errorf("classic chunk carries native columns: %v", fams[1])
 	}
 	for _, f := range fams {
-		if err := batch.Check(rec.Batches[0], f); err != nil {
+		if err := wire.Check(rec.Batches[0], f); err != nil {
 			t.Errorf("chunk the SDK wrote fails Check: %v", err)
 		}
 	}
@@ -76,13 +76,13 @@ func TestWriterNativeHistogram(t *testing.T) {
 // A histogram without bounds after one with them (or the reverse) gets a
 // chunk of its own: joined, its chunk's bucket column would be short.
 func TestWriterHistogramWithoutBoundsAfterOneWith(t *testing.T) {
-	var rec batch.Recorder
+	var rec wire.Recorder
 	w := sdkNewWriter(&rec)
 	w.Histogram(latDesc, []float64{1, 2}, []uint64{1, 2}, 3, 1, "a")
 	w.Histogram(latDesc, nil, nil, 3, 1, "b")
 	w.Flush()
 	for _, f := range rec.Batches[0].Families {
-		if err := batch.Check(rec.Batches[0], f); err != nil {
+		if err := wire.Check(rec.Batches[0], f); err != nil {
 			t.Errorf("malformed chunk: %v", err)
 		}
 	}
@@ -109,7 +109,7 @@ func TestWriterNativeHistogramMisuse(t *testing.T) {
 		}, "hold 5 observations"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var rec batch.Recorder
+			var rec wire.Recorder
 			w := sdkNewWriter(&rec)
 			h := good()
 			w.NativeHistogram(nativeDesc, h, "ok")
@@ -126,4 +126,4 @@ func TestWriterNativeHistogramMisuse(t *testing.T) {
 	}
 }
 
-func sdkNewWriter(rec *batch.Recorder) *sdk.Writer { return sdktest.NewWriter(nil, "", rec.Send) }
+func sdkNewWriter(rec *wire.Recorder) *sdk.Writer { return sdktest.NewWriter(nil, "", rec.Send) }

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/internal/failtest"
@@ -217,7 +217,7 @@ func TestInvalidUTF8DoesNotBreakTheStream(t *testing.T) {
 		t.Fatalf("errors = %q", res.Errors)
 	}
 	counters, bad := 0, 0
-	sent, err := batch.Families(res.Batches)
+	sent, err := wire.Families(res.Batches)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +448,7 @@ func TestConsecutiveCollectsShareNothing(t *testing.T) {
 		if res.Status != nil {
 			t.Fatalf("collect: %v", res.Status)
 		}
-		fams, err := batch.Families(res.Batches)
+		fams, err := wire.Families(res.Batches)
 		if err != nil {
 			t.Fatal(err)
 		}

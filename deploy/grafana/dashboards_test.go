@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexporter/plexporter/internal/dashboardtest"
-	"github.com/plexporter/plexporter/internal/demo/demotest"
-	"github.com/plexporter/plexporter/internal/hosttest"
+	"github.com/plexporter/plexporter/internal/dev/demo/demotest"
+	"github.com/plexporter/plexporter/internal/testkit/dashboardtest"
+	"github.com/plexporter/plexporter/internal/testkit/hosttest"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 

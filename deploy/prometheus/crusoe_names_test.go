@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/crusoenames"
+	"github.com/plexporter/plexporter/internal/testkit/crusoenames"
 )
 
 // crusoeNames is how many names the Crusoe metrics exporter has

@@ -22,7 +22,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/plexporter/plexporter/internal/hosttest"
+	"github.com/plexporter/plexporter/internal/testkit/hosttest"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
 

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/plexporter/plexporter/internal/sysfs"
+	"github.com/plexporter/plexporter/plugins/internal/sysfs"
 )
 
 // Device files a process may hold open, by the target of its

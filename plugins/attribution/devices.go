@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/plexporter/plexporter/internal/sysfs"
+	"github.com/plexporter/plexporter/plugins/internal/sysfs"
 )
 
 // Device kinds: the device_kind label, saying which plugins' device label

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mdlayher/netlink"
 
-	"github.com/plexporter/plexporter/internal/rdmanl"
+	"github.com/plexporter/plexporter/plugins/internal/rdmanl"
 	"github.com/plexporter/plexporter/sdk"
 )
 

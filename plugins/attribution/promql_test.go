@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/testkit/syncbuf"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mdlayher/netlink"
 
-	"github.com/plexporter/plexporter/internal/rdmanl"
+	"github.com/plexporter/plexporter/plugins/internal/rdmanl"
 )
 
 // RDMA netlink resource tracking: the numbers of

@@ -11,8 +11,8 @@ import (
 	"github.com/mdlayher/netlink"
 	"github.com/mdlayher/netlink/nltest"
 
-	"github.com/plexporter/plexporter/internal/rdmanl"
-	"github.com/plexporter/plexporter/internal/rdmanl/rdmanltest"
+	"github.com/plexporter/plexporter/plugins/internal/rdmanl"
+	"github.com/plexporter/plexporter/plugins/internal/rdmanl/rdmanltest"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/testkit/syncbuf"
 )
 
 // TestInHostSandbox runs the plugin as the host runs it, as root: in the

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/testkit/syncbuf"
 )
 
 // TestCgroupJobsInHostSandbox measures what the process scan needs, as the

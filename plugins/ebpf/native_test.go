@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/wire"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
@@ -42,7 +42,7 @@ func TestSchema0Native(t *testing.T) {
 		t.Errorf("classic buckets beside it: %v %v", h.Bounds, h.Cumulative)
 	}
 	d := sdk.NewDesc("t_latency_seconds", sdk.Histogram, "L.", "dev")
-	var rec batch.Recorder
+	var rec wire.Recorder
 	w := sdktest.NewWriter(nil, "", rec.Send)
 	writeLatency(w, true, d, bounds, cumulative, 11, 12.5, "sda")
 	writeLatency(w, true, d, []float64{0.001, 0.005}, []uint64{1, 2}, 3, 0.01, "sdb") // not schema 0: classic
@@ -53,7 +53,7 @@ func TestSchema0Native(t *testing.T) {
 	var native []string
 	for _, b := range rec.Batches {
 		for _, c := range b.Families {
-			ch, err := batch.Open(b, c)
+			ch, err := wire.Open(b, c)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/crusoenames"
+	"github.com/plexporter/plexporter/internal/testkit/crusoenames"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 

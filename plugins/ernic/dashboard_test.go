@@ -6,10 +6,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/dashboardtest"
+	"github.com/plexporter/plexporter/internal/testkit/dashboardtest"
 )
 
-// The dashboard's test is deploy/grafana's (internal/dashboardtest): the
+// The dashboard's test is deploy/grafana's (internal/testkit/dashboardtest): the
 // model is well formed for Grafana, every family a query reads is one the
 // plugin exports, and (e2e_linux_test.go) every query answers on a real
 // Prometheus scraping the plugin over the shared run directory.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexporter/plexporter/internal/dashboardtest"
-	"github.com/plexporter/plexporter/internal/hosttest"
+	"github.com/plexporter/plexporter/internal/testkit/dashboardtest"
+	"github.com/plexporter/plexporter/internal/testkit/hosttest"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 

@@ -3,7 +3,7 @@
 // The demo build of plexporter-ethtool (make demo): the plugin unchanged,
 // except that driver statistics come from the `ethtool -S` captures in
 // testdata/ instead of the SIOCETHTOOL ioctl, which needs the NICs. The
-// demo's sysfs (internal/demo/demotree) has the netdevs of
+// demo's sysfs (internal/dev/demo/demotree) has the netdevs of
 // testdata/sysfs.ttar; they get the captures the tests serve them
 // (fixtures_test.go). The tree also has the card's second port
 // (ens1f1np1), which gets mlx5_ens1f1np1.txt: the same port with 802.3x
@@ -25,7 +25,7 @@ var (
 	//go:embed testdata/ionic_enp.txt
 	demoIonic string
 	// The card's second port (ens1f1np1, the demo's own sysfs in
-	// internal/demo/demotree): 802.3x global pause on, PFC off.
+	// internal/dev/demo/demotree): 802.3x global pause on, PFC off.
 	//go:embed testdata/mlx5_ens1f1np1.txt
 	demoMLX5GlobalPause string
 )

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/plexporter/plexporter/internal/rdmacompat"
+	"github.com/plexporter/plexporter/plugins/internal/rdmacompat"
 	"github.com/plexporter/plexporter/sdk"
 )
 

@@ -10,13 +10,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/plexporter/plexporter/internal/rdmasysfs"
-	"github.com/plexporter/plexporter/internal/sysfs"
+	"github.com/plexporter/plexporter/plugins/internal/rdmasysfs"
+	"github.com/plexporter/plexporter/plugins/internal/sysfs"
 	"github.com/plexporter/plexporter/sdk"
 )
 
 // rdmaPort is one RDMA (device, port) and what the ethtool families need to
-// know about it, from the shared RDMA sysfs walk (internal/rdmasysfs) plus
+// know about it, from the shared RDMA sysfs walk (plugins/internal/rdmasysfs) plus
 // class/net/<netdev>/phys_port_name for representor detection.
 type rdmaPort struct {
 	Device, Port, NetDev, LinkLayer string

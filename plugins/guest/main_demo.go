@@ -1,7 +1,7 @@
 //go:build demo
 
 // The demo build of plexporter-guest (make demo): the plugin unchanged,
-// except for the filesystems. The demo node's procfs (internal/demo/
+// except for the filesystems. The demo node's procfs (internal/dev/demo/
 // demotree, from testdata/demo.ttar) has the guest's stat, pressure,
 // meminfo and diskstats, but statfs answers cannot live in a file tree, and
 // the node's <procfs>/self/mountinfo is the nfs fixture's, whose mounts do

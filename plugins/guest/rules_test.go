@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/plexporter/plexporter/internal/crusoenames"
+	"github.com/plexporter/plexporter/internal/testkit/crusoenames"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexporter/plexporter/internal/hosttest"
+	"github.com/plexporter/plexporter/internal/testkit/hosttest"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexporter/plexporter/internal/hosttest"
+	"github.com/plexporter/plexporter/internal/testkit/hosttest"
 )
 
 // TestSandboxed runs the built plugin under the host with the sandbox on

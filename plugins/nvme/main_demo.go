@@ -3,7 +3,7 @@
 // The demo build of plexporter-nvme (make demo): the plugin unchanged,
 // except that the SMART/Health log comes from the captures in testdata/
 // instead of the admin passthrough ioctl, which needs a real controller.
-// The demo's sysfs (internal/demo/demotree) has the controllers of
+// The demo's sysfs (internal/dev/demo/demotree) has the controllers of
 // testdata/sysfs.ttar; each gets a page: nvme0 the healthy drive, nvme1 the
 // worn-out one, nvme2 (nvme-tcp) the real QEMU capture.
 package main

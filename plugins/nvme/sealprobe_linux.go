@@ -14,7 +14,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/plexporter/plexporter/internal/privprobe"
+	"github.com/plexporter/plexporter/plugins/internal/privprobe"
 	"github.com/plexporter/plexporter/sdk"
 )
 

@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/plexporter/plexporter/internal/sysfs"
+	"github.com/plexporter/plexporter/plugins/internal/sysfs"
 )
 
 // identity is what sysfs tells about a controller without any privilege.

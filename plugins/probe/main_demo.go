@@ -4,7 +4,7 @@
 // except for the network. The demo node has no NFS server, object store or
 // host to ping, and its sandbox no network grant, so each probe answers
 // from the table below instead, for the targets the demo's config file
-// names (internal/demo/demotree: an ICMP target and two object-store
+// names (internal/dev/demo/demotree: an ICMP target and two object-store
 // URLs; the demo node has no mountinfo, so no NFS probe).
 package main
 

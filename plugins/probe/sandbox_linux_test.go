@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexporter/plexporter/internal/hosttest"
+	"github.com/plexporter/plexporter/internal/testkit/hosttest"
 )
 
 // TestInHostSandbox runs the plugin as the host runs it, as root: in the

@@ -5,7 +5,7 @@
 // testdata/nl-synth (an mlx5 device with every optional counter enabled
 // and a QP counter dump with traffic counters: the *_all_on and *_traffic
 // replies) instead of the kernel, which needs the hardware. Sysfs is
-// the demo's tree (internal/demo/demotree). Only mlx5_0 was recorded, so the
+// the demo's tree (internal/dev/demo/demotree). Only mlx5_0 was recorded, so the
 // device list it answers holds only mlx5_0: the other devices are read from
 // sysfs alone, as devices of another network namespace are.
 package main

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/plexporter/plexporter/internal/rdmacompat"
+	"github.com/plexporter/plexporter/plugins/internal/rdmacompat"
 	"github.com/plexporter/plexporter/sdk"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/mdlayher/netlink"
 
-	"github.com/plexporter/plexporter/internal/rdmanl"
+	"github.com/plexporter/plexporter/plugins/internal/rdmanl"
 )
 
 // RDMA netlink (NETLINK_RDMA, client RDMA_NL_NLDEV): plain netlink, no
@@ -64,7 +64,7 @@ var errDumpOverflow = rdmanl.ErrDumpOverflow
 
 // dumpAttempts bounds how often an interrupted dump (NLM_F_DUMP_INTR) is
 // run again before the exchange fails with errDumpInterrupted, a collect
-// error (internal/rdmanl).
+// error (plugins/internal/rdmanl).
 const dumpAttempts = rdmanl.DumpAttempts
 
 var errDumpInterrupted = rdmanl.ErrDumpInterrupted

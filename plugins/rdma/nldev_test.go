@@ -13,7 +13,7 @@ import (
 	"github.com/mdlayher/netlink"
 	"github.com/mdlayher/netlink/nltest"
 
-	"github.com/plexporter/plexporter/internal/rdmanl/rdmanltest"
+	"github.com/plexporter/plexporter/plugins/internal/rdmanl/rdmanltest"
 )
 
 // exchangeFile is one recorded request and the files holding its replies.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/plexporter/plexporter/internal/rdmasysfs"
-	"github.com/plexporter/plexporter/internal/sysfs"
+	"github.com/plexporter/plexporter/plugins/internal/rdmasysfs"
+	"github.com/plexporter/plexporter/plugins/internal/sysfs"
 	"github.com/plexporter/plexporter/sdk"
 )
 

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexporter/plexporter/internal/sysfs"
+	"github.com/plexporter/plexporter/plugins/internal/sysfs"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 
-// The counter parser and its fuzz test are in internal/sysfs.
+// The counter parser and its fuzz test are in plugins/internal/sysfs.
 
 func TestNormalizeAndRate(t *testing.T) {
 	for in, want := range map[string]string{"4: ACTIVE": "ACTIVE", "1: DOWN": "DOWN", "9: WEIRD": "WEIRD", "": ""} {

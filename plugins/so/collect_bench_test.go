@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plexporter/plexporter/internal/bench/workload"
+	"github.com/plexporter/plexporter/internal/dev/bench/workload"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
@@ -26,7 +26,7 @@ const benchSeries = 100_000
 //     labels through the emitter and the relay;
 //   - go: the same 100k gauges written by Go code through the Writer (the
 //     baseline the ratio in docs/performance.md is taken against);
-//   - go-workload: the bench harness's workload (internal/bench/benchplugin's
+//   - go-workload: the bench harness's workload (internal/dev/bench/benchplugin's
 //     Collect), 100k series of counters, gauges and histograms.
 //
 // Run: CGO_ENABLED=1 go test -run '^$' -bench Collect100k -benchmem -count 6 ./plugins/so/

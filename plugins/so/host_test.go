@@ -14,7 +14,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/plexporter/plexporter/internal/hosttest"
+	"github.com/plexporter/plexporter/internal/testkit/hosttest"
 )
 
 // These tests run the real host with plexporter-so built as make build

@@ -14,7 +14,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	"github.com/plexporter/plexporter/sdk"
 )
 
@@ -386,7 +386,7 @@ func (p *plugin) writeOwn(s *scrape) {
 // reserved tells whether an exposed family name starts with a prefix the
 // host keeps for its own metrics.
 func reserved(name string) (string, bool) {
-	for _, prefix := range merge.HostPrefixes() {
+	for _, prefix := range guard.HostPrefixes() {
 		if strings.HasPrefix(name, prefix) {
 			return prefix, true
 		}

@@ -6,8 +6,8 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/plexporter/plexporter/internal/sdkhook"
 	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/internal/testhook"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
@@ -35,7 +35,7 @@ func Config(t testing.TB, raw map[string]any, paths sdk.Paths) sdk.Config {
 	if paths.Rootfs == "" {
 		paths.Rootfs = "/"
 	}
-	return sdkhook.WithConfigSection(sdk.Config{Filter: f, Paths: paths, HostAPIVersion: transport.APIVersion}, s).(sdk.Config)
+	return testhook.WithConfigSection(sdk.Config{Filter: f, Paths: paths, HostAPIVersion: transport.APIVersion}, s).(sdk.Config)
 }
 
 // Configure calls p's Configure as the host would, with Config(t, raw,

@@ -5,7 +5,7 @@
 //	res := sdktest.Run(t, myplugin.New(), sdktest.Options{Sysfs: "testdata/sys"})
 //	sdktest.Golden(t, res.Text(t), "testdata/metrics.golden")
 //
-// The guard is the host's (internal/merge), not a copy of its rules: a
+// The guard is the host's (internal/guard), not a copy of its rules: a
 // sample the host would drop — a duplicate series, an invalid metric or
 // label name, a label value that is not UTF-8, a family that clashes with
 // another one's series names or uses a prefix reserved for the host — fails
@@ -54,11 +54,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
-	"github.com/plexporter/plexporter/internal/sdkhook"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/internal/testhook"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
@@ -143,7 +143,7 @@ type Conn struct {
 // closes with the test.
 func Client(t testing.TB, p sdk.Plugin, opts Options) *Conn {
 	t.Helper()
-	c := &Conn{PluginServiceClient: connect(t, sdkhook.NewServer(p, sdk.Logger())), opts: opts}
+	c := &Conn{PluginServiceClient: connect(t, testhook.NewServer(p, sdk.Logger())), opts: opts}
 	cfg, err := structpb.NewStruct(opts.Config)
 	if err != nil {
 		t.Fatalf("plugin config: %v", err)
@@ -190,7 +190,7 @@ func connect(t testing.TB, srv pluginv1.PluginServiceServer) pluginv1.PluginServ
 	}
 	go func() { _ = server.Serve(l) }()
 	// go-plugin's client options: no size limit but the one the host puts
-	// on Collect (batch.MaxMessage, applied by Collect below).
+	// on Collect (wire.MaxMessage, applied by Collect below).
 	conn, err := grpc.NewClient("unix://"+sock,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)))
@@ -242,7 +242,7 @@ func checkAgainstCatalogue(t testing.TB, res *Result, prefix string) {
 		if d == nil || len(mf.GetMetric()) == 0 {
 			continue // undeclared, or declared by a pattern only
 		}
-		if want := batch.DTOType(d.GetType()); mf.GetType() != want {
+		if want := wire.DTOType(d.GetType()); mf.GetType() != want {
 			t.Errorf("family %s is written as %s but its Info catalogue entry says %s", mf.GetName(), strings.ToLower(mf.GetType().String()), strings.ToLower(want.String()))
 		}
 		var labels []string
@@ -260,14 +260,14 @@ func checkAgainstCatalogue(t testing.TB, res *Result, prefix string) {
 func checkCatalogue(t testing.TB, info *pluginv1.InfoResponse) {
 	t.Helper()
 	for _, d := range info.GetMetrics() {
-		if !merge.ValidMetricName(strings.ReplaceAll(d.GetName(), "*", "x")) {
+		if !guard.ValidMetricName(strings.ReplaceAll(d.GetName(), "*", "x")) {
 			t.Errorf("Info catalogue: invalid metric name %q", d.GetName())
 		}
 		if d.GetType() == pluginv1.MetricType_METRIC_TYPE_UNSPECIFIED {
 			t.Errorf("Info catalogue: family %s has no type", d.GetName())
 		}
 		for _, l := range d.GetLabelNames() {
-			if !merge.ValidLabelName(l) {
+			if !guard.ValidLabelName(l) {
 				t.Errorf("Info catalogue: family %s: invalid label name %q", d.GetName(), l)
 			}
 		}
@@ -328,7 +328,7 @@ func Collect(t testing.TB, c pluginv1.PluginServiceClient, timeout time.Duration
 	// The host's per-message limit, so a plugin whose messages the host
 	// would refuse fails here too; no series or byte limits, since a
 	// plugin's test wants all of its output.
-	stream, err := c.Collect(ctx, &pluginv1.CollectRequest{}, batch.MaxMessage)
+	stream, err := c.Collect(ctx, &pluginv1.CollectRequest{}, wire.MaxMessage)
 	if err != nil {
 		t.Fatalf("collect: %v", err)
 	}
@@ -336,7 +336,7 @@ func Collect(t testing.TB, c pluginv1.PluginServiceClient, timeout time.Duration
 	if f, err := metricfilter.New(opts.EnabledMetrics, opts.DisabledMetrics); err == nil {
 		res.filter = f // a bad pattern failed Configure already
 	}
-	res.Batches, res.Errors, res.Status = batch.Drain(stream, batch.Limits{})
+	res.Batches, res.Errors, res.Status = wire.Drain(stream, wire.Limits{})
 	_, res.Drops = res.guard()
 	reportDrops(t, res.Drops)
 	for _, e := range res.Errors {
@@ -371,20 +371,20 @@ func reportDrops(t testing.TB, drops []Drop) {
 
 // guard runs the batches through the host's guard as a host with default
 // settings and no series cap would: the families it serves, and every drop.
-func (r *Result) guard() (*merge.Result, []Drop) {
+func (r *Result) guard() (*guard.Result, []Drop) {
 	var drops []Drop
 	maxLen := r.maxLabelValueLen
 	if maxLen == 0 {
-		maxLen = merge.DefaultMaxLabelValueLen
+		maxLen = guard.DefaultMaxLabelValueLen
 	}
 	// The host's allowlist, with the further names the catalogue selects
 	// families by (known once Run has asked Info).
-	in := merge.Input{Plugin: "plugin", Batches: r.Batches, SelectedBy: merge.SelectedBy(r.Info.GetMetrics(), r.prefix)}
-	res := merge.Merge([]merge.Input{in}, merge.Options{
+	in := guard.Input{Plugin: "plugin", Batches: r.Batches, SelectedBy: guard.SelectedBy(r.Info.GetMetrics(), r.prefix)}
+	res := guard.Merge([]guard.Input{in}, guard.Options{
 		Filter:           r.filter,
 		MaxLabelValueLen: maxLen,
-		ReservedPrefixes: merge.HostPrefixes(),
-		Observe: func(k merge.DropKey, samples int, cause string) {
+		ReservedPrefixes: guard.HostPrefixes(),
+		Observe: func(k guard.DropKey, samples int, cause string) {
 			drops = append(drops, Drop{Reason: k.Reason, Samples: samples, Cause: cause})
 		},
 	})
@@ -398,7 +398,7 @@ func (r *Result) Families(t testing.TB) []*dto.MetricFamily {
 	res, _ := r.guard()
 	out := make([]*dto.MetricFamily, 0, len(res.Families))
 	for _, f := range res.Families {
-		mf := &dto.MetricFamily{Name: proto.String(f.Name), Help: proto.String(f.Help), Type: batch.DTOType(f.Type).Enum()}
+		mf := &dto.MetricFamily{Name: proto.String(f.Name), Help: proto.String(f.Help), Type: wire.DTOType(f.Type).Enum()}
 		if f.Unit != "" {
 			mf.Unit = proto.String(f.Unit)
 		}

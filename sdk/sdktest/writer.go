@@ -1,9 +1,9 @@
 package sdktest
 
 import (
-	"github.com/plexporter/plexporter/internal/sdkhook"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/sdk/internal/testhook"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
@@ -12,5 +12,5 @@ import (
 // in process, without the gRPC path Run and Collect take; call its Flush at
 // the end. The batches are not guarded: check the plugin's output with Run.
 func NewWriter(filter *metricfilter.Filter, prefix string, send func(*pluginv1.CollectResponse) error) *sdk.Writer {
-	return sdkhook.NewWriter[*sdk.Writer](filter, prefix, send)
+	return testhook.NewWriter(filter, prefix, send).(*sdk.Writer)
 }

@@ -45,7 +45,7 @@ step "guestcheck and initramfs"
 CGO_ENABLED=0 ${GO:-go} build -trimpath -o "$WORK/guestcheck" ./test/lab/guestcheck
 # The test-only probe plugin (never packaged): the limits/* checks run it
 # as hostile plugins under a second host in the guest.
-CGO_ENABLED=0 ${GO:-go} build -trimpath -o "$WORK/probe" ./internal/testplugins/probe
+CGO_ENABLED=0 ${GO:-go} build -trimpath -o "$WORK/probe" ./internal/testkit/testplugins/probe
 "$HERE/build-initramfs.sh" "$WORK" "$PKGS"
 
 SHARE=$WORK/share

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
@@ -48,7 +48,7 @@ func (c *checker) allowlist(rule string, enabled []string) {
 	if err != nil {
 		panic(err) // the runner's own patterns
 	}
-	by := merge.SelectedBy(c.info.GetMetrics(), s.MetricPrefix) // the events a family is selected by, as the host applies them
+	by := guard.SelectedBy(c.info.GetMetrics(), s.MetricPrefix) // the events a family is selected by, as the host applies them
 	var outside []string
 	for _, name := range slices.Sorted(maps.Keys(col.families)) {
 		if !filter.AllowFamily(name, by[name]) {
@@ -149,7 +149,7 @@ func (c *checker) prefixedAllowlist() {
 		c.fail(rule, "with metric_prefix %q and the allowlist %v (the families it sent unfiltered) the plugin sent no family (%s): match the allowlist against the name as exposed, prefix included", checkPrefix, exposed, col.summary(c.p.Name))
 		return
 	}
-	by := merge.SelectedBy(c.info.GetMetrics(), checkPrefix)
+	by := guard.SelectedBy(c.info.GetMetrics(), checkPrefix)
 	allowed := func(name string) bool { return filter.AllowFamily(name, by[name]) }
 	if outside := slices.DeleteFunc(slices.Clone(sent), allowed); len(outside) > 0 {
 		c.fail(rule, "with metric_prefix %q and the allowlist %v the plugin sent families outside it: %s", checkPrefix, exposed, strings.Join(outside, ", "))

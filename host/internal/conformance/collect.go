@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
@@ -24,7 +24,7 @@ type collection struct {
 	errors   []*pluginv1.CollectError
 	err      error
 	took     time.Duration
-	merged   *merge.Result
+	merged   *guard.Result
 	families map[string]int // samples per family name, as sent
 }
 
@@ -47,9 +47,9 @@ func (c *checker) collect(in *instance, s supervise.Settings) *collection {
 	defer cancel()
 	col := &collection{}
 	began := time.Now()
-	stream, err := in.client.Collect(ctx, &pluginv1.CollectRequest{}, batch.MaxMessage)
+	stream, err := in.client.Collect(ctx, &pluginv1.CollectRequest{}, wire.MaxMessage)
 	if err == nil {
-		col.batches, col.errors, err = batch.Drain(stream, batch.LimitsFor(s.MaxSeries))
+		col.batches, col.errors, err = wire.Drain(stream, wire.LimitsFor(s.MaxSeries))
 	}
 	col.err, col.took = err, time.Since(began)
 	in.lastCollect = time.Now()
@@ -59,24 +59,24 @@ func (c *checker) collect(in *instance, s supervise.Settings) *collection {
 }
 
 // guard merges batches as a scrape would, with s's filter (nil: none).
-func (c *checker) guard(s *supervise.Settings, batches []*pluginv1.Batch) *merge.Result {
+func (c *checker) guard(s *supervise.Settings, batches []*pluginv1.Batch) *guard.Result {
 	var filter *metricfilter.Filter
 	var selectedBy map[string][]string
 	maxSeries := 0
 	if s != nil {
 		filter, _ = metricfilter.New(s.Enabled, s.Disabled) // the host checked its flags
 		maxSeries = s.MaxSeries
-		selectedBy = merge.SelectedBy(c.info.GetMetrics(), s.MetricPrefix)
+		selectedBy = guard.SelectedBy(c.info.GetMetrics(), s.MetricPrefix)
 	}
-	return merge.Merge([]merge.Input{{Plugin: c.p.Name, Batches: batches, MaxSeries: maxSeries, SelectedBy: selectedBy}},
-		merge.Options{Filter: filter, MaxLabelValueLen: c.o.MaxLabelValueLen, ReservedPrefixes: c.o.ReservedPrefixes})
+	return guard.Merge([]guard.Input{{Plugin: c.p.Name, Batches: batches, MaxSeries: maxSeries, SelectedBy: selectedBy}},
+		guard.Options{Filter: filter, MaxLabelValueLen: c.o.MaxLabelValueLen, ReservedPrefixes: c.o.ReservedPrefixes})
 }
 
 // drops describes the guard's drops for plugin, but those for the reasons
 // in except; "" for none.
-func drops(res *merge.Result, plugin string, except []string) string {
+func drops(res *guard.Result, plugin string, except []string) string {
 	var parts []string
-	for _, k := range slices.SortedFunc(maps.Keys(res.Drops), func(a, b merge.DropKey) int { return strings.Compare(a.Reason, b.Reason) }) {
+	for _, k := range slices.SortedFunc(maps.Keys(res.Drops), func(a, b guard.DropKey) int { return strings.Compare(a.Reason, b.Reason) }) {
 		if k.Plugin != plugin || slices.Contains(except, k.Reason) {
 			continue
 		}
@@ -96,7 +96,7 @@ func familiesSent(batches []*pluginv1.Batch) map[string]int {
 			}
 			name := fmt.Sprintf("<string index %d outside the table>", ch.GetName())
 			if int(ch.GetName()) < len(b.GetStrings()) {
-				name = batch.TableString(b.GetStrings()[ch.GetName()])
+				name = wire.TableString(b.GetStrings()[ch.GetName()])
 			}
 			out[name] += len(ch.GetValues())
 		}
@@ -126,13 +126,13 @@ func (c *checker) collectRules(main *instance) {
 			c.skip(r, "%s", why)
 		}
 	} else {
-		if d := drops(base.merged, c.p.Name, []string{merge.ReasonDuplicate}); d != "" {
+		if d := drops(base.merged, c.p.Name, []string{guard.ReasonDuplicate}); d != "" {
 			c.fail("collect.guard", "the host drops: %s", d)
 		} else {
 			c.pass("collect.guard", "%s, none dropped", base.summary(c.p.Name))
 		}
-		if n := base.merged.Drops[merge.DropKey{Plugin: c.p.Name, Reason: merge.ReasonDuplicate}]; n > 0 {
-			c.fail("collect.duplicates", "%d samples repeat a series sent before (%s)", n, base.merged.Causes[merge.DropKey{Plugin: c.p.Name, Reason: merge.ReasonDuplicate}])
+		if n := base.merged.Drops[guard.DropKey{Plugin: c.p.Name, Reason: guard.ReasonDuplicate}]; n > 0 {
+			c.fail("collect.duplicates", "%d samples repeat a series sent before (%s)", n, base.merged.Causes[guard.DropKey{Plugin: c.p.Name, Reason: guard.ReasonDuplicate}])
 		} else {
 			c.pass("collect.duplicates", "%d series, each once", base.series(c.p.Name))
 		}
@@ -184,7 +184,7 @@ func (c *checker) cancel(main *instance) {
 	usual := median(c.durations)
 	ctx, cancel := context.WithCancel(context.Background())
 	began := time.Now()
-	stream, err := main.client.Collect(ctx, &pluginv1.CollectRequest{}, batch.MaxMessage)
+	stream, err := main.client.Collect(ctx, &pluginv1.CollectRequest{}, wire.MaxMessage)
 	ended := false
 	if err == nil {
 		// Half-way through a collect that sends nothing before its end: by

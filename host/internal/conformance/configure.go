@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -31,11 +31,11 @@ func (c *checker) refuses(rule, what string, cfg map[string]any) {
 		return
 	}
 	defer c.retire(in)
-	if _, err := in.client.Info(in.ctx, &pluginv1.InfoRequest{}, batch.MaxMessage); err != nil {
+	if _, err := in.client.Info(in.ctx, &pluginv1.InfoRequest{}, wire.MaxMessage); err != nil {
 		c.fail(rule, "Info: %v", err)
 		return
 	}
-	_, err = in.client.Configure(in.ctx, s.ConfigureRequest(), batch.MaxMessage)
+	_, err = in.client.Configure(in.ctx, s.ConfigureRequest(), wire.MaxMessage)
 	code, msg := status.Code(err), status.Convert(err).Message()
 	// A crash shows as a broken connection, or as an answer just before
 	// the process dies: give it a moment to, a longer one when the
@@ -77,7 +77,7 @@ func (c *checker) configure(in *instance) bool {
 		from = "the section " + loc.String()
 	}
 	began := time.Now()
-	resp, err := in.client.Configure(in.ctx, c.s.ConfigureRequest(), batch.MaxMessage)
+	resp, err := in.client.Configure(in.ctx, c.s.ConfigureRequest(), wire.MaxMessage)
 	took := round(time.Since(began))
 	switch {
 	case status.Code(err) == codes.InvalidArgument:

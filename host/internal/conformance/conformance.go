@@ -5,7 +5,7 @@
 // manifest's sandbox or not — and then asked what the host asks, and what
 // the host never asks but a plugin must survive: a malformed config, an
 // allowlist, a cancelled Collect, its lifeline closed. Batches are judged by
-// the host's own guard (internal/merge), never by a second implementation.
+// the host's own guard (internal/guard), never by a second implementation.
 //
 // Rules that need data (the guard, the catalogue, the allowlist) are
 // skipped, with the reason, when the plugin sends no sample: a plugin on a
@@ -26,7 +26,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/launch"
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -61,7 +61,7 @@ type Options struct {
 	SandboxWorks func() error
 	// MaxLabelValueLen is the guard's --plugin.max-label-length.
 	MaxLabelValueLen int
-	// ReservedPrefixes are the host's own family prefixes (merge.HostPrefixes).
+	// ReservedPrefixes are the host's own family prefixes (guard.HostPrefixes).
 	ReservedPrefixes []string
 	Log              *slog.Logger
 }
@@ -304,11 +304,11 @@ func (c *checker) configured(s supervise.Settings) (*instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
-	if _, err := in.client.Info(in.ctx, &pluginv1.InfoRequest{}, batch.MaxMessage); err != nil {
+	if _, err := in.client.Info(in.ctx, &pluginv1.InfoRequest{}, wire.MaxMessage); err != nil {
 		c.retire(in)
 		return nil, fmt.Errorf("Info: %w", err)
 	}
-	if _, err := in.client.Configure(in.ctx, s.ConfigureRequest(), batch.MaxMessage); err != nil {
+	if _, err := in.client.Configure(in.ctx, s.ConfigureRequest(), wire.MaxMessage); err != nil {
 		c.retire(in)
 		return nil, fmt.Errorf("Configure: %w", err)
 	}

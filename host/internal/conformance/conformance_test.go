@@ -21,7 +21,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/sandbox"
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 	if err := os.Mkdir(runtimeRoot, 0o755); err != nil {
 		panic(err)
 	}
-	if err := buildPlugins(binDir, nil, append([]string{"internal/testplugins/misfit"}, shipped...)...); err != nil {
+	if err := buildPlugins(binDir, nil, append([]string{"internal/testkit/testplugins/misfit"}, shipped...)...); err != nil {
 		panic(err)
 	}
 	// The misfit is installed under many names, per test; not beside the
@@ -158,7 +158,7 @@ func run(binary, config string, mode SandboxMode, edit func(*supervise.Settings)
 		},
 		SandboxWorks:     sandbox.CheckHost,
 		MaxLabelValueLen: 4096,
-		ReservedPrefixes: merge.HostPrefixes(),
+		ReservedPrefixes: guard.HostPrefixes(),
 		Log:              testLog,
 	})
 	if err != nil {

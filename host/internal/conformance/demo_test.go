@@ -7,7 +7,7 @@ import (
 
 	"github.com/plexporter/plexporter/host/internal/sandbox"
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/demo/demotree"
+	"github.com/plexporter/plexporter/internal/dev/demo/demotree"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/plexporter/plexporter/host/internal/discover"
-	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
@@ -15,7 +15,7 @@ import (
 // describe asks Info and judges what the plugin says about itself.
 func (c *checker) describe(in *instance) bool {
 	began := time.Now()
-	info, err := in.client.Info(in.ctx, &pluginv1.InfoRequest{}, batch.MaxMessage)
+	info, err := in.client.Info(in.ctx, &pluginv1.InfoRequest{}, wire.MaxMessage)
 	took := round(time.Since(began))
 	if err != nil {
 		c.fail("info", "after %v (start timeout %v): %v", took, c.s.StartTimeout, err)

@@ -4,7 +4,7 @@ import (
 	"path"
 	"regexp"
 
-	"github.com/plexporter/plexporter/internal/batch"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -24,7 +24,7 @@ func (bb *batchBuilder) str(s string) uint32 {
 		return i
 	}
 	i := uint32(len(bb.b.Strings))
-	bb.b.Strings = append(bb.b.Strings, batch.TableEntry(s))
+	bb.b.Strings = append(bb.b.Strings, wire.TableEntry(s))
 	bb.index[s] = i
 	return i
 }

@@ -4,14 +4,14 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/wire"
 )
 
 // toDTO converts a merged family to client_model, for the protobuf format
 // and as the reference in tests.
-func toDTO(f *merge.Family) *dto.MetricFamily {
-	mf := &dto.MetricFamily{Name: proto.String(f.Name), Help: proto.String(f.Help), Type: batch.DTOType(f.Type).Enum()}
+func toDTO(f *guard.Family) *dto.MetricFamily {
+	mf := &dto.MetricFamily{Name: proto.String(f.Name), Help: proto.String(f.Help), Type: wire.DTOType(f.Type).Enum()}
 	if f.Unit != "" {
 		mf.Unit = proto.String(f.Unit)
 	}
@@ -25,7 +25,7 @@ func toDTO(f *merge.Family) *dto.MetricFamily {
 }
 
 // ToDTO converts merged families to client_model families.
-func ToDTO(fams []*merge.Family) []*dto.MetricFamily {
+func ToDTO(fams []*guard.Family) []*dto.MetricFamily {
 	out := make([]*dto.MetricFamily, len(fams))
 	for i, f := range fams {
 		out[i] = toDTO(f)

@@ -16,8 +16,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -25,7 +25,7 @@ import (
 const flushAt = 32 << 10
 
 // Write renders fams in format (as negotiated by expfmt) to w.
-func Write(w io.Writer, format expfmt.Format, fams []*merge.Family) error {
+func Write(w io.Writer, format expfmt.Format, fams []*guard.Family) error {
 	switch format.FormatType() {
 	case expfmt.TypeOpenMetrics:
 		return writeText(w, fams, true)
@@ -46,7 +46,7 @@ var Formats = []expfmt.Format{
 	expfmt.FmtText,
 }
 
-func writeProto(w io.Writer, format expfmt.Format, fams []*merge.Family) error {
+func writeProto(w io.Writer, format expfmt.Format, fams []*guard.Family) error {
 	enc := expfmt.NewEncoder(w, format)
 	for _, f := range fams {
 		if err := enc.Encode(toDTO(f)); err != nil {
@@ -75,7 +75,7 @@ func (t *textWriter) maybeFlush() {
 // one).
 var textBuffers = sync.Pool{New: func() any { b := make([]byte, 0, flushAt+4096); return &b }}
 
-func writeText(w io.Writer, fams []*merge.Family, om bool) error {
+func writeText(w io.Writer, fams []*guard.Family, om bool) error {
 	bp := textBuffers.Get().(*[]byte)
 	t := &textWriter{w: w, buf: (*bp)[:0], om: om}
 	defer func() {
@@ -99,7 +99,7 @@ func writeText(w io.Writer, fams []*merge.Family, om bool) error {
 	return t.err
 }
 
-func (t *textWriter) family(f *merge.Family) {
+func (t *textWriter) family(f *guard.Family) {
 	metaName := f.Name
 	typ := typeNames[f.Type]
 	if t.om {
@@ -170,7 +170,7 @@ func (t *textWriter) family(f *merge.Family) {
 
 // sample writes "name{labels} " (the value follows). lv are the sample's
 // label-value references into c's string table (Chunk.LabelRefs).
-func (t *textWriter) sample(name, suffix string, names []string, c *batch.Chunk, lv []uint32, extra string, extraVal float64) {
+func (t *textWriter) sample(name, suffix string, names []string, c *wire.Chunk, lv []uint32, extra string, extraVal float64) {
 	b := append(t.buf, name...)
 	b = append(b, suffix...)
 	if len(lv) > 0 || extra != "" {

@@ -12,13 +12,13 @@ import (
 	"github.com/prometheus/common/model"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	"github.com/plexporter/plexporter/sdk"
 )
 
 // reference renders families with expfmt from client_model.
-func reference(t testing.TB, fams []*merge.Family, format expfmt.Format) []byte {
+func reference(t testing.TB, fams []*guard.Family, format expfmt.Format) []byte {
 	var buf bytes.Buffer
 	enc := expfmt.NewEncoder(&buf, format)
 	for _, mf := range ToDTO(fams) {
@@ -41,7 +41,7 @@ func parseText(t testing.TB, b []byte) map[string]*dto.MetricFamily {
 	return mfs
 }
 
-func render(t testing.TB, fams []*merge.Family, format expfmt.Format) []byte {
+func render(t testing.TB, fams []*guard.Family, format expfmt.Format) []byte {
 	var buf bytes.Buffer
 	if err := Write(&buf, format, fams); err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func render(t testing.TB, fams []*merge.Family, format expfmt.Format) []byte {
 	return buf.Bytes()
 }
 
-func edgeCases() []*merge.Family {
+func edgeCases() []*guard.Family {
 	esc := sdk.NewDesc("edge_info", sdk.Gauge, "Help with \\ backslash\nand \"quotes\".", "a", "b")
 	ctr := sdk.NewDesc("edge_events_total", sdk.Counter, "", "kind")
 	noTotal := sdk.NewDesc("edge_legacy_counter", sdk.Counter, "Legacy.")
@@ -71,15 +71,15 @@ func edgeCases() []*merge.Family {
 		w.Histogram(h, []float64{0.001, 0.5, 1, 1e3}, []uint64{1, 1, 1, 1}, 1, 0.0005, "write")
 		w.Summary(s, []float64{0.5, 0.99}, []float64{0.25, math.NaN()}, 9, 3.5)
 	})
-	return merge.Merge([]merge.Input{{Plugin: "p", Batches: batches}}, merge.Options{}).Families
+	return guard.Merge([]guard.Input{{Plugin: "p", Batches: batches}}, guard.Options{}).Families
 }
 
 // TestTextEquivalentToExpfmt proves the direct writer and expfmt produce the
 // same families (compared after parsing both).
 func TestTextEquivalentToExpfmt(t *testing.T) {
-	for name, fams := range map[string][]*merge.Family{
+	for name, fams := range map[string][]*guard.Family{
 		"edge":   edgeCases(),
-		"mix":    merge.Merge([]merge.Input{{Plugin: "p", Batches: batchtest.Mix("m_", 2000)}}, merge.Options{}).Families,
+		"mix":    guard.Merge([]guard.Input{{Plugin: "p", Batches: batchtest.Mix("m_", 2000)}}, guard.Options{}).Families,
 		"native": nativeCases(),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -114,11 +114,11 @@ func TestOpenMetricsEquivalentToExpfmt(t *testing.T) {
 }
 
 // The direct protobuf writer must produce exactly expfmt's bytes for the
-// client_model families batch.Families builds.
+// client_model families wire.Families builds.
 func TestProtobufEquivalentToExpfmt(t *testing.T) {
-	for name, fams := range map[string][]*merge.Family{
+	for name, fams := range map[string][]*guard.Family{
 		"edge":   edgeCases(),
-		"mix":    merge.Merge([]merge.Input{{Plugin: "p", Batches: batchtest.Mix("m_", 2000)}}, merge.Options{}).Families,
+		"mix":    guard.Merge([]guard.Input{{Plugin: "p", Batches: batchtest.Mix("m_", 2000)}}, guard.Options{}).Families,
 		"native": nativeCases(),
 	} {
 		got := render(t, fams, expfmt.FmtProtoDelim)
@@ -163,7 +163,7 @@ func FuzzTextEquivalence(f *testing.F) {
 			w.Gauge(g, v, label)
 			w.Histogram(h, []float64{v}, []uint64{cnt}, cnt, v, label)
 		})
-		fams := merge.Merge([]merge.Input{{Plugin: "p", Batches: batches}}, merge.Options{}).Families
+		fams := guard.Merge([]guard.Input{{Plugin: "p", Batches: batches}}, guard.Options{}).Families
 		got := render(t, fams, expfmt.FmtText)
 		if len(fams) == 0 {
 			return // invalid UTF-8 label value: guarded away
@@ -182,7 +182,7 @@ func FuzzTextEquivalence(f *testing.F) {
 }
 
 func BenchmarkEncode100k(b *testing.B) {
-	fams := merge.Merge([]merge.Input{{Plugin: "p", Batches: batchtest.Mix("m_", 100000)}}, merge.Options{}).Families
+	fams := guard.Merge([]guard.Input{{Plugin: "p", Batches: batchtest.Mix("m_", 100000)}}, guard.Options{}).Families
 	for _, bc := range []struct {
 		name   string
 		format expfmt.Format

@@ -19,9 +19,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plexporter/plexporter/host/internal/expose"
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/sdktest"
@@ -104,7 +104,7 @@ func (b *builder) wire(t *testing.T) []*pluginv1.Batch {
 // exposed renders the merged families in the text format, checks that it
 // parses and that promtool finds no error in it, and that OpenMetrics
 // renders too; it returns the text.
-func exposed(t *testing.T, r *merge.Result) string {
+func exposed(t *testing.T, r *guard.Result) string {
 	t.Helper()
 	var text stdbytes.Buffer
 	if err := expose.Write(&text, expfmt.NewFormat(expfmt.TypeTextPlain), r.Families); err != nil {
@@ -121,10 +121,10 @@ func exposed(t *testing.T, r *merge.Result) string {
 	return text.String()
 }
 
-func wantDrops(t *testing.T, r *merge.Result, plugin string, want map[string]int) {
+func wantDrops(t *testing.T, r *guard.Result, plugin string, want map[string]int) {
 	t.Helper()
 	for reason, n := range want {
-		if got := r.Drops[merge.DropKey{Plugin: plugin, Reason: reason}]; got != n {
+		if got := r.Drops[guard.DropKey{Plugin: plugin, Reason: reason}]; got != n {
 			t.Errorf("drops{%s,%s} = %d, want %d (all drops %v, causes %v)", plugin, reason, got, n, r.Drops, r.Causes)
 		}
 	}
@@ -135,7 +135,7 @@ func wantDrops(t *testing.T, r *merge.Result, plugin string, want map[string]int
 	}
 }
 
-func familyNames(r *merge.Result) string {
+func familyNames(r *guard.Result) string {
 	var names []string
 	for _, f := range r.Families {
 		names = append(names, f.Name)
@@ -157,8 +157,8 @@ func TestHistogramGarbage(t *testing.T) {
 	// -Inf is a legal bound; none at all is a legal histogram.
 	b.histogram("h_minus_inf_seconds", []float64{math.Inf(-1), 0}, [][]uint64{{0, 1}}, []uint64{1})
 	b.histogram("h_no_buckets_seconds", nil, [][]uint64{nil}, []uint64{4})
-	r := merge.Merge([]merge.Input{{Plugin: "p", Batches: b.wire(t)}}, merge.Options{})
-	wantDrops(t, r, "p", map[string]int{merge.ReasonInvalidHistogram: 5 + 2})
+	r := guard.Merge([]guard.Input{{Plugin: "p", Batches: b.wire(t)}}, guard.Options{})
+	wantDrops(t, r, "p", map[string]int{guard.ReasonInvalidHistogram: 5 + 2})
 	if got := familyNames(r); got != "h_counts_seconds h_minus_inf_seconds h_no_buckets_seconds h_ok_seconds" {
 		t.Fatalf("families %q", got)
 	}
@@ -177,8 +177,8 @@ func TestSummaryGarbage(t *testing.T) {
 	b.summary("s_negative_seconds", []float64{-0.1})
 	b.summary("s_twice_seconds", []float64{0.5, 0.5})
 	b.summary("s_twice_unordered_seconds", []float64{0.9, 0.5, 0.9})
-	r := merge.Merge([]merge.Input{{Plugin: "p", Batches: b.wire(t)}}, merge.Options{})
-	wantDrops(t, r, "p", map[string]int{merge.ReasonInvalidSummary: 5})
+	r := guard.Merge([]guard.Input{{Plugin: "p", Batches: b.wire(t)}}, guard.Options{})
+	wantDrops(t, r, "p", map[string]int{guard.ReasonInvalidSummary: 5})
 	if got := familyNames(r); got != "s_ok_seconds s_unordered_seconds" {
 		t.Fatalf("families %q", got)
 	}
@@ -207,13 +207,13 @@ func TestNameCollisions(t *testing.T) {
 	a.chunk("g", tGauge, "", nil, []float64{1})
 	b.chunk("g_count", tGauge, "", nil, []float64{1})
 	b.chunk("g_sum", tGauge, "", nil, []float64{1})
-	r := merge.Merge([]merge.Input{{Plugin: "a", Batches: a.wire(t)}, {Plugin: "b", Batches: b.wire(t)}}, merge.Options{})
+	r := guard.Merge([]guard.Input{{Plugin: "a", Batches: a.wire(t)}, {Plugin: "b", Batches: b.wire(t)}}, guard.Options{})
 	wantDrops(t, r, "a", nil)
-	wantDrops(t, r, "b", map[string]int{merge.ReasonNameCollision: 7})
+	wantDrops(t, r, "b", map[string]int{guard.ReasonNameCollision: 7})
 	if got := familyNames(r); got != "g g_count g_sum m_bytes m_bytes_total s x y z_total" {
 		t.Fatalf("families %q", got)
 	}
-	k := merge.DropKey{Plugin: "b", Reason: merge.ReasonNameCollision}
+	k := guard.DropKey{Plugin: "b", Reason: guard.ReasonNameCollision}
 	if !strings.Contains(r.Causes[k], "family x_bucket (gauge) would expose x_bucket, a series name of family x (histogram)") {
 		t.Errorf("cause %q", r.Causes[k])
 	}
@@ -225,8 +225,8 @@ func TestNameCollisions(t *testing.T) {
 	c.chunk("w_bucket", tGauge, "", nil, []float64{1})
 	c.histogram("w", []float64{1}, [][]uint64{{1}}, []uint64{1})
 	c.histogram("w", []float64{1}, [][]uint64{{1}}, []uint64{1})
-	r = merge.Merge([]merge.Input{{Plugin: "c", Batches: c.wire(t)}}, merge.Options{})
-	wantDrops(t, r, "c", map[string]int{merge.ReasonNameCollision: 2})
+	r = guard.Merge([]guard.Input{{Plugin: "c", Batches: c.wire(t)}}, guard.Options{})
+	wantDrops(t, r, "c", map[string]int{guard.ReasonNameCollision: 2})
 	if got := familyNames(r); got != "w_bucket" {
 		t.Fatalf("families %q", got)
 	}
@@ -240,8 +240,8 @@ func TestSeriesNamesWithReservedPrefix(t *testing.T) {
 	b.chunk("go", tCounter, "", nil, []float64{1}) // go_total
 	b.histogram("plexporter", nil, [][]uint64{nil}, []uint64{1})
 	b.chunk("gopher", tGauge, "", nil, []float64{1})
-	r := merge.Merge([]merge.Input{{Plugin: "p", Batches: b.wire(t)}}, merge.Options{ReservedPrefixes: []string{"plexporter_", "go_"}})
-	wantDrops(t, r, "p", map[string]int{merge.ReasonConflict: 2})
+	r := guard.Merge([]guard.Input{{Plugin: "p", Batches: b.wire(t)}}, guard.Options{ReservedPrefixes: []string{"plexporter_", "go_"}})
+	wantDrops(t, r, "p", map[string]int{guard.ReasonConflict: 2})
 	if got := familyNames(r); got != "gopher" {
 		t.Fatalf("families %q", got)
 	}
@@ -258,20 +258,20 @@ func TestNameHelpAndLabelLimits(t *testing.T) {
 	}
 	b := newBuilder()
 	// At the limits: kept.
-	b.chunk(long("n_", merge.MaxNameLen), tGauge, strings.Repeat("h", merge.MaxHelpLen), []string{long("l_", merge.MaxNameLen)}, []float64{1})
-	b.chunk("n_labels", tGauge, "", labels(merge.MaxLabels), []float64{1, 2})
+	b.chunk(long("n_", guard.MaxNameLen), tGauge, strings.Repeat("h", guard.MaxHelpLen), []string{long("l_", guard.MaxNameLen)}, []float64{1})
+	b.chunk("n_labels", tGauge, "", labels(guard.MaxLabels), []float64{1, 2})
 	// Past them: dropped.
-	b.chunk(long("n_", merge.MaxNameLen+1), tGauge, "", nil, []float64{1})
-	b.chunk("n_long_label", tGauge, "", []string{long("l_", merge.MaxNameLen+1)}, []float64{1})
-	b.chunk("n_too_many_labels", tGauge, "", labels(merge.MaxLabels+1), []float64{1, 2, 3})
-	b.chunk("n_long_help", tGauge, strings.Repeat("h", merge.MaxHelpLen+1), nil, []float64{1})
+	b.chunk(long("n_", guard.MaxNameLen+1), tGauge, "", nil, []float64{1})
+	b.chunk("n_long_label", tGauge, "", []string{long("l_", guard.MaxNameLen+1)}, []float64{1})
+	b.chunk("n_too_many_labels", tGauge, "", labels(guard.MaxLabels+1), []float64{1, 2, 3})
+	b.chunk("n_long_help", tGauge, strings.Repeat("h", guard.MaxHelpLen+1), nil, []float64{1})
 	b.chunk("n_bad_help", tGauge, "bad \xff help", nil, []float64{1})
 	c := b.chunk("n_bad_unit", tGauge, "", nil, []float64{1})
 	c.Unit = b.str("\xfe")
 	b.chunk("n_bad\xffname", tGauge, "", nil, []float64{1})
-	r := merge.Merge([]merge.Input{{Plugin: "p", Batches: b.wire(t)}}, merge.Options{})
-	wantDrops(t, r, "p", map[string]int{merge.ReasonInvalidName: 3, merge.ReasonLabelLimit: 3, merge.ReasonMalformed: 3})
-	if got := familyNames(r); got != "n_labels "+long("n_", merge.MaxNameLen) {
+	r := guard.Merge([]guard.Input{{Plugin: "p", Batches: b.wire(t)}}, guard.Options{})
+	wantDrops(t, r, "p", map[string]int{guard.ReasonInvalidName: 3, guard.ReasonLabelLimit: 3, guard.ReasonMalformed: 3})
+	if got := familyNames(r); got != "n_labels "+long("n_", guard.MaxNameLen) {
 		t.Fatalf("families %q", got)
 	}
 	for k, cause := range r.Causes {
@@ -302,8 +302,8 @@ func TestInvalidUTF8FromTheWire(t *testing.T) {
 	if err := proto.Unmarshal(wire, &b); err != nil {
 		t.Fatalf("a batch with an invalid string does not decode: %v", err)
 	}
-	r := merge.Merge([]merge.Input{{Plugin: "p", Batches: []*pluginv1.Batch{&b}}}, merge.Options{})
-	wantDrops(t, r, "p", map[string]int{merge.ReasonInvalidValue: 2})
+	r := guard.Merge([]guard.Input{{Plugin: "p", Batches: []*pluginv1.Batch{&b}}}, guard.Options{})
+	wantDrops(t, r, "p", map[string]int{guard.ReasonInvalidValue: 2})
 	if got := mergedSeries(r, "u_up"); strings.Join(got, " ") != "good" {
 		t.Fatalf("u_up = %v", got)
 	}
@@ -322,15 +322,15 @@ func TestByteBudget(t *testing.T) {
 			w.Gauge(d, 1, fmt.Sprint(i))
 		})...)
 	}
-	if batch.LimitsFor(20).MaxBytes != 4<<20 {
-		t.Fatalf("budget %d: this test expects 4 MiB", batch.LimitsFor(20).MaxBytes)
+	if wire.LimitsFor(20).MaxBytes != 4<<20 {
+		t.Fatalf("budget %d: this test expects 4 MiB", wire.LimitsFor(20).MaxBytes)
 	}
-	r := merge.Merge([]merge.Input{{Plugin: "p", Batches: batches, MaxSeries: 20}}, merge.Options{})
-	wantDrops(t, r, "p", map[string]int{merge.ReasonSeriesLimit: 4})
+	r := guard.Merge([]guard.Input{{Plugin: "p", Batches: batches, MaxSeries: 20}}, guard.Options{})
+	wantDrops(t, r, "p", map[string]int{guard.ReasonSeriesLimit: 4})
 	if r.Series["p"] != 4 || len(mergedSeries(r, "b_info")) != 4 {
 		t.Fatalf("%d series exposed, want the first two batches' 4", r.Series["p"])
 	}
-	if c := r.Causes[merge.DropKey{Plugin: "p", Reason: merge.ReasonSeriesLimit}]; !strings.Contains(c, "more than 4 MiB") {
+	if c := r.Causes[guard.DropKey{Plugin: "p", Reason: guard.ReasonSeriesLimit}]; !strings.Contains(c, "more than 4 MiB") {
 		t.Errorf("cause %q", c)
 	}
 }
@@ -353,15 +353,15 @@ func (f *flood) Recv() (*pluginv1.CollectResponse, error) {
 func TestDrainAndGuardAgreeOnTheCap(t *testing.T) {
 	for _, limit := range []int{1, 999, 1000, 1001, 2500} {
 		f := &flood{}
-		batches, _, err := batch.Drain(f, batch.LimitsFor(limit))
+		batches, _, err := wire.Drain(f, wire.LimitsFor(limit))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := merge.Merge([]merge.Input{{Plugin: "p", Batches: batches, MaxSeries: limit}}, merge.Options{})
+		r := guard.Merge([]guard.Input{{Plugin: "p", Batches: batches, MaxSeries: limit}}, guard.Options{})
 		if r.Series["p"] != limit {
 			t.Errorf("cap %d: %d series exposed", limit, r.Series["p"])
 		}
-		if got := r.Drops[merge.DropKey{Plugin: "p", Reason: merge.ReasonSeriesLimit}]; got != f.sent-limit || got == 0 {
+		if got := r.Drops[guard.DropKey{Plugin: "p", Reason: guard.ReasonSeriesLimit}]; got != f.sent-limit || got == 0 {
 			t.Errorf("cap %d: received %d, %d series_limit drops, want the %d past the cap", limit, f.sent, got, f.sent-limit)
 		}
 		if f.sent > limit+1000 {
@@ -371,7 +371,7 @@ func TestDrainAndGuardAgreeOnTheCap(t *testing.T) {
 }
 
 // mergedSeries lists the label values of every series of one merged family.
-func mergedSeries(r *merge.Result, name string) []string {
+func mergedSeries(r *guard.Result, name string) []string {
 	var out []string
 	for _, f := range r.Families {
 		if f.Name != name {

@@ -11,12 +11,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 )
 
-func nativeCases() []*merge.Family {
-	return merge.Merge([]merge.Input{{Plugin: "p", Batches: batchtest.Natives("n_")}}, merge.Options{}).Families
+func nativeCases() []*guard.Family {
+	return guard.Merge([]guard.Input{{Plugin: "p", Batches: batchtest.Natives("n_")}}, guard.Options{}).Families
 }
 
 // decodeProto decodes the delimited protobuf exposition into its families'

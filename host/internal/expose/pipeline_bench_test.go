@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
-	"github.com/plexporter/plexporter/internal/bench/workload"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/dev/bench/workload"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -51,9 +51,9 @@ func BenchmarkHostPipeline(b *testing.B) {
 				var n countWriter
 				b.ReportAllocs()
 				for b.Loop() {
-					inputs := make([]merge.Input, plugins)
+					inputs := make([]guard.Input, plugins)
 					for i, msgs := range wire {
-						inputs[i] = merge.Input{Plugin: "bench" + strconv.Itoa(i+1), MaxSeries: 1 << 30}
+						inputs[i] = guard.Input{Plugin: "bench" + strconv.Itoa(i+1), MaxSeries: 1 << 30}
 						for _, buf := range msgs {
 							var msg pluginv1.CollectResponse
 							if err := proto.Unmarshal(buf, &msg); err != nil {
@@ -62,7 +62,7 @@ func BenchmarkHostPipeline(b *testing.B) {
 							inputs[i].Batches = append(inputs[i].Batches, msg.Batch)
 						}
 					}
-					fams := merge.Merge(inputs, merge.Options{MaxLabelValueLen: 4096}).Families
+					fams := guard.Merge(inputs, guard.Options{MaxLabelValueLen: 4096}).Families
 					n = 0
 					var sink io.Writer = &n
 					if bc.gzip {

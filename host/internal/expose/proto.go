@@ -6,8 +6,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -32,7 +32,7 @@ const (
 // from the batches, byte for byte what expfmt writes for the client_model
 // families of toDTO (tests decode both and compare), without building a
 // message per sample: it was 2.5x the cost of the text format that way.
-func writeProtoDelim(w io.Writer, fams []*merge.Family) error {
+func writeProtoDelim(w io.Writer, fams []*guard.Family) error {
 	var fam, metric, sub []byte
 	var out []byte
 	for _, f := range fams {
@@ -42,7 +42,7 @@ func writeProtoDelim(w io.Writer, fams []*merge.Family) error {
 		fam = protowire.AppendTag(fam, mfHelp, protowire.BytesType)
 		fam = protowire.AppendString(fam, f.Help)
 		fam = protowire.AppendTag(fam, mfType, protowire.VarintType)
-		fam = protowire.AppendVarint(fam, uint64(batch.DTOType(f.Type)))
+		fam = protowire.AppendVarint(fam, uint64(wire.DTOType(f.Type)))
 		for pi := range f.Parts {
 			p := &f.Parts[pi]
 			c := &p.Chunk
@@ -70,7 +70,7 @@ func writeProtoDelim(w io.Writer, fams []*merge.Family) error {
 					bounds, cum := c.Buckets(i)
 					native := c.IsNative()
 					// A native histogram without classic buckets has no
-					// bucket list, not even +Inf (batch.Chunk.Metric).
+					// bucket list, not even +Inf (wire.Chunk.Metric).
 					if !native || len(bounds) > 0 {
 						for j, ub := range bounds {
 							sub = appendBucket(sub, cum[j], ub)
@@ -151,14 +151,14 @@ func appendBucket(b []byte, count uint64, bound float64) []byte {
 // Histogram message, in field-number order as the protobuf marshaller
 // does. client_model is proto2, so its repeated deltas are not packed: one
 // tag per delta, as expfmt writes them.
-func appendNative(b []byte, n batch.Native) []byte {
+func appendNative(b []byte, n wire.Native) []byte {
 	b = protowire.AppendTag(b, hSchema, protowire.VarintType)
 	b = protowire.AppendVarint(b, protowire.EncodeZigZag(int64(n.Schema)))
 	b = appendDouble(b, hZeroThreshold, n.ZeroThreshold)
 	b = appendUint(b, hZeroCount, n.ZeroCount)
 	b = appendSpans(b, hNegativeSpan, n.NegativeOffsets, n.NegativeLengths)
 	b = appendDeltas(b, hNegativeDelta, n.NegativeDeltas)
-	if batch.NeedsNoopSpan(n) {
+	if wire.NeedsNoopSpan(n) {
 		b = appendSpans(b, hPositiveSpan, noopOffset[:], noopLength[:])
 	} else {
 		b = appendSpans(b, hPositiveSpan, n.PositiveOffsets, n.PositiveLengths)
@@ -166,7 +166,7 @@ func appendNative(b []byte, n batch.Native) []byte {
 	return appendDeltas(b, hPositiveDelta, n.PositiveDeltas)
 }
 
-// The no-op span (offset 0, length 0) of batch.NeedsNoopSpan.
+// The no-op span (offset 0, length 0) of wire.NeedsNoopSpan.
 var (
 	noopOffset [1]int32
 	noopLength [1]uint32

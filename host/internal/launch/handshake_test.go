@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	handshakeBin = filepath.Join(dir, "plexporter-hostile")
-	cmd := exec.Command("go", "build", "-o", handshakeBin, "../../../internal/testplugins/handshake")
+	cmd := exec.Command("go", "build", "-o", handshakeBin, "../../../internal/testkit/testplugins/handshake")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -19,9 +19,9 @@ import (
 	gproto "google.golang.org/protobuf/proto"
 
 	"github.com/plexporter/plexporter/host/internal/config"
-	"github.com/plexporter/plexporter/internal/batch/batchtest"
-	"github.com/plexporter/plexporter/internal/bench/workload"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/dev/bench/workload"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/testkit/batchtest"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -195,8 +195,8 @@ func pipelineSource(b *testing.B) Source {
 		}
 		wire = append(wire, buf)
 	}
-	src := func(context.Context) []*merge.Family {
-		in := merge.Input{Plugin: "bench1", MaxSeries: 1 << 30}
+	src := func(context.Context) []*guard.Family {
+		in := guard.Input{Plugin: "bench1", MaxSeries: 1 << 30}
 		for _, buf := range wire {
 			var msg pluginv1.CollectResponse
 			if err := gproto.Unmarshal(buf, &msg); err != nil {
@@ -204,7 +204,7 @@ func pipelineSource(b *testing.B) Source {
 			}
 			in.Batches = append(in.Batches, msg.Batch)
 		}
-		return merge.Merge([]merge.Input{in}, merge.Options{MaxLabelValueLen: 4096}).Families
+		return guard.Merge([]guard.Input{in}, guard.Options{MaxLabelValueLen: 4096}).Families
 	}
 	return src
 }

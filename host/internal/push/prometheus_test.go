@@ -23,7 +23,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/plexporter/plexporter/host/internal/config"
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/testkit/syncbuf"
 	"github.com/plexporter/plexporter/sdk/sdktest"
 )
 

@@ -39,7 +39,7 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 
 	"github.com/plexporter/plexporter/host/internal/config"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 )
 
 // Defaults of the push: section's zero values.
@@ -55,7 +55,7 @@ const (
 )
 
 // Source returns the merged snapshot, the families /metrics would serve.
-type Source func(ctx context.Context) []*merge.Family
+type Source func(ctx context.Context) []*guard.Family
 
 // WithDefaults returns c with every zero setting at its default.
 func WithDefaults(c config.Push) config.Push {
@@ -302,7 +302,7 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 }
 
 // intern returns f's metadata, one copy per family. p.mu is held.
-func (p *Pusher) intern(f *merge.Family) *famMeta {
+func (p *Pusher) intern(f *guard.Family) *famMeta {
 	k := famMeta{name: f.Name, help: f.Help, unit: f.Unit, typ: f.Type}
 	if m, ok := p.fams[k]; ok {
 		return m

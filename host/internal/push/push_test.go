@@ -22,10 +22,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/plexporter/plexporter/host/internal/config"
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
-	"github.com/plexporter/plexporter/internal/sdkhook"
-	"github.com/plexporter/plexporter/sdk"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/wire"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
@@ -91,26 +89,26 @@ func status(code int, hdr ...string) func(w http.ResponseWriter) {
 }
 
 // merged runs client_model families through the host's own path for
-// its self-metrics: an SDK Writer, then the guard.
-func merged(t testing.TB, mfs []*dto.MetricFamily) []*merge.Family {
+// its self-metrics: the wire encoder, then the guard.
+func merged(t testing.TB, mfs []*dto.MetricFamily) []*guard.Family {
 	t.Helper()
-	var rec batch.Recorder
+	var rec wire.Recorder
 	all, err := metricfilter.New(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := sdkhook.NewWriter[*sdk.Writer](all, "", rec.Send)
-	w.WriteFamilies(mfs)
-	if err := w.Flush(); err != nil {
+	enc := wire.NewEncoder(0, false, rec.Send)
+	wire.WriteFamilies(enc, mfs, "", all.Allow)
+	if err := enc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	res := merge.Merge([]merge.Input{{Plugin: "test", Batches: rec.Batches, MaxSeries: 1 << 30}}, merge.Options{MaxLabelValueLen: 4096})
+	res := guard.Merge([]guard.Input{{Plugin: "test", Batches: rec.Batches, MaxSeries: 1 << 30}}, guard.Options{MaxLabelValueLen: 4096})
 	return res.Families
 }
 
 func newPusher(t testing.TB, url string, dtoSrc func(context.Context) []*dto.MetricFamily, mod func(*config.Push)) *Pusher {
 	t.Helper()
-	src := func(ctx context.Context) []*merge.Family { return merged(t, dtoSrc(ctx)) }
+	src := func(ctx context.Context) []*guard.Family { return merged(t, dtoSrc(ctx)) }
 	c := config.Push{URL: url, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Interval: time.Hour}
 	c.HTTPClientConfig.FollowRedirects = true
 	if mod != nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -158,13 +158,13 @@ func (t *table) len() int { return len(t.byHash) + len(t.overflow) }
 // external labels are added to series that lack them. Each series goes to
 // emit with its key and sorted labels, in buffers reused for the next;
 // label strings point into the plugins' batches (table.ref copies them).
-func flatten(fams []*merge.Family, external []prompb.Label, emit func(key []byte, ls []prompb.Label, v float64)) {
+func flatten(fams []*guard.Family, external []prompb.Label, emit func(key []byte, ls []prompb.Label, v float64)) {
 	flattenInfo(fams, external, nil, func(key []byte, ls []prompb.Label, v float64, _ seriesInfo) { emit(key, ls, v) })
 }
 
 // flattenInfo is flatten that also says what each series is; intern
 // returns the interned metadata of a family (nil: none kept).
-func flattenInfo(fams []*merge.Family, external []prompb.Label, intern func(*merge.Family) *famMeta, emit func(key []byte, ls []prompb.Label, v float64, in seriesInfo)) {
+func flattenInfo(fams []*guard.Family, external []prompb.Label, intern func(*guard.Family) *famMeta, emit func(key []byte, ls []prompb.Label, v float64, in seriesInfo)) {
 	b := labelBuilder{external: external, emit: emit}
 	for _, f := range fams {
 		bucket, sum, count := f.Name+"_bucket", f.Name+"_sum", f.Name+"_count"
@@ -243,7 +243,7 @@ func insert(ls []prompb.Label, l prompb.Label, replace bool) []prompb.Label {
 	return ls
 }
 
-func (b *labelBuilder) reset(names []string, c *batch.Chunk, refs []uint32) {
+func (b *labelBuilder) reset(names []string, c *wire.Chunk, refs []uint32) {
 	b.own = b.own[:0]
 	for j, ref := range refs {
 		if v := c.String(ref); v != "" { // an empty value is no label, as Prometheus reads the text

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
@@ -21,7 +21,7 @@ func TestCollectorLabelsAreBounded(t *testing.T) {
 		c.addErrors("hostile", []*pluginv1.CollectError{{Collector: fmt.Sprint("c", i), Message: "x"}}, 0)
 	}
 	c.addErrors("good", []*pluginv1.CollectError{{Collector: "sysfs"}}, 0)
-	_, errs, _ := c.addDrops(&merge.Result{})
+	_, errs, _ := c.addDrops(&guard.Result{})
 	if n := c.collectors("hostile"); n != maxCollectors+1 {
 		t.Errorf("hostile plugin has %d collector series, want %d and the overflow", n, maxCollectors)
 	}
@@ -55,7 +55,7 @@ func TestLoggedCausesAreBounded(t *testing.T) {
 		for j := range 20 {
 			errs = append(errs, &pluginv1.CollectError{Collector: "c", Message: fmt.Sprint(long, i, " ", j)})
 		}
-		s.logOnce([]string{"hostile"}, []*supervise.Collection{{Errors: errs}}, &merge.Result{})
+		s.logOnce([]string{"hostile"}, []*supervise.Collection{{Errors: errs}}, &guard.Result{})
 		if len(s.logged) > maxLogged {
 			t.Fatalf("%d causes remembered after %d scrapes, want at most %d", len(s.logged), i+1, maxLogged)
 		}

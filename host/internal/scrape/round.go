@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 )
 
 // A round asks the plugins of one selection once, for every scrape of that
@@ -53,8 +53,8 @@ type answer struct {
 // right after it, for every scrape that saw the same plugins answer.
 type sharedMerge struct {
 	once          sync.Once
-	res           *merge.Result
-	dropped       map[merge.DropKey]float64
+	res           *guard.Result
+	dropped       map[guard.DropKey]float64
 	errors        map[[2]string]float64
 	errorsDropped map[string]float64
 }

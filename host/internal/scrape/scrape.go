@@ -5,6 +5,7 @@ package scrape
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"log/slog"
 	"slices"
@@ -20,17 +21,15 @@ import (
 
 	"github.com/plexporter/plexporter/host/internal/fleet"
 	"github.com/plexporter/plexporter/host/internal/supervise"
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
-	"github.com/plexporter/plexporter/internal/sdkhook"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
-	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/metricfilter"
 )
 
 // hostPrefixes are reserved for the host's own families (defined beside
 // the guard, so sdktest applies the same list to a plugin's output).
-var hostPrefixes = merge.HostPrefixes()
+var hostPrefixes = guard.HostPrefixes()
 
 // Scraper serves scrapes.
 type Scraper struct {
@@ -39,7 +38,7 @@ type Scraper struct {
 	// healthFilter is filter's denylist alone, for the plexporter_*
 	// families.
 	healthFilter *metricfilter.Filter
-	opts         merge.Options
+	opts         guard.Options
 	log          *slog.Logger
 	totals       *counters
 	reg          *prometheus.Registry // the host's own collectors: build, Go runtime, process
@@ -51,8 +50,8 @@ type Scraper struct {
 
 	ownMu     sync.Mutex
 	ownedBy   []ownerSource // what ownership was built from
-	ownership *merge.Owners
-	contested map[merge.Contested]bool // logged already
+	ownership *guard.Owners
+	contested map[guard.Contested]bool // logged already
 
 	logMu  sync.Mutex
 	logged map[uint64]struct{} // hashes of the drop and error causes already logged
@@ -63,7 +62,7 @@ type Scraper struct {
 // plugin families and the Go runtime and process collectors'; the host's
 // plexporter_* health families see only its denylist. devices selects
 // plugin series by their device label (nil: all).
-func New(f *fleet.Fleet, filter *metricfilter.Filter, devices *merge.DeviceFilter, maxLabelValueLen int, log *slog.Logger) *Scraper {
+func New(f *fleet.Fleet, filter *metricfilter.Filter, devices *guard.DeviceFilter, maxLabelValueLen int, log *slog.Logger) *Scraper {
 	health, err := metricfilter.New(nil, filter.Denied())
 	if err != nil { // the same patterns filter accepted
 		panic(err)
@@ -72,14 +71,14 @@ func New(f *fleet.Fleet, filter *metricfilter.Filter, devices *merge.DeviceFilte
 		fleet:        f,
 		filter:       filter,
 		healthFilter: health,
-		opts:         merge.Options{Filter: filter, Devices: devices, MaxLabelValueLen: maxLabelValueLen, ReservedPrefixes: hostPrefixes},
+		opts:         guard.Options{Filter: filter, Devices: devices, MaxLabelValueLen: maxLabelValueLen, ReservedPrefixes: hostPrefixes},
 		log:          log,
 		totals:       newCounters(),
 		reg:          prometheus.NewRegistry(),
 		rounds:       map[string]*round{},
 		logged:       map[uint64]struct{}{},
 		seed:         maphash.MakeSeed(),
-		contested:    map[merge.Contested]bool{},
+		contested:    map[guard.Contested]bool{},
 	}
 	s.healthWriters.filter, s.runtimeWriters.filter = health, filter
 	s.reg.MustRegister(
@@ -117,14 +116,14 @@ func (sel Selection) wants(name string) bool {
 // answer, one merge (round.go); each still leaves by its own deadline, and
 // its self-metrics say what it waited for each plugin. A client that hangs
 // up leaves the round; the others go on.
-func (s *Scraper) Scrape(ctx context.Context, sel Selection) []*merge.Family {
+func (s *Scraper) Scrape(ctx context.Context, sel Selection) []*guard.Family {
 	arrived := time.Now()
 	r := s.join(sel)
 	defer s.leave(r)
 	got := r.wait(ctx)
 	left := time.Now()
 	m := r.merged(got, func(m *sharedMerge) { s.merge(r, got, m) })
-	return merge.Concat(s.hostFamilies(s.report(r, got, m, arrived, left)), m.res.Families)
+	return guard.Concat(s.hostFamilies(s.report(r, got, m, arrived, left)), m.res.Families)
 }
 
 // join returns the round of sel that takes new scrapes, or starts one.
@@ -191,7 +190,7 @@ func (sel Selection) key() string {
 // and the plugins' partial errors, and keeps the totals for the scrapes
 // that share m.
 func (s *Scraper) merge(r *round, got []bool, m *sharedMerge) {
-	var inputs []merge.Input
+	var inputs []guard.Input
 	var names []string
 	var colls []*supervise.Collection
 	for i, sup := range r.picked {
@@ -200,13 +199,13 @@ func (s *Scraper) merge(r *round, got []bool, m *sharedMerge) {
 		}
 		a := &r.answers[i]
 		name := sup.Plugin().Name
-		inputs = append(inputs, merge.Input{Plugin: name, Batches: a.coll.Batches, MaxSeries: sup.Settings().MaxSeries, SelectedBy: sup.SelectedBy()})
+		inputs = append(inputs, guard.Input{Plugin: name, Batches: a.coll.Batches, MaxSeries: sup.Settings().MaxSeries, SelectedBy: sup.SelectedBy()})
 		names, colls = append(names, name), append(colls, a.coll)
 		a.counted.Do(func() { s.totals.addErrors(name, a.coll.Errors, a.coll.ErrorsDropped) })
 	}
 	opts := s.opts
 	opts.Owners = s.owners()
-	m.res = merge.Merge(inputs, opts)
+	m.res = guard.Merge(inputs, opts)
 	m.dropped, m.errors, m.errorsDropped = s.totals.addDrops(m.res)
 	s.logOnce(names, colls, m.res)
 }
@@ -222,7 +221,7 @@ type ownerSource struct {
 // offender alone must not show the family it takes). It is built again
 // only when a plugin's Info or prefix changed; contested declarations are
 // logged then.
-func (s *Scraper) owners() *merge.Owners {
+func (s *Scraper) owners() *guard.Owners {
 	var src []ownerSource
 	for _, sup := range s.fleet.Supervisors() {
 		if info := sup.Status().Info; info != nil {
@@ -234,11 +233,11 @@ func (s *Scraper) owners() *merge.Owners {
 	if s.ownership != nil && slices.Equal(src, s.ownedBy) {
 		return s.ownership
 	}
-	cats := make([]merge.Catalogue, len(src))
+	cats := make([]guard.Catalogue, len(src))
 	for i, c := range src {
-		cats[i] = merge.Catalogue{Plugin: c.plugin, Prefix: c.prefix, Families: c.info.GetMetrics()}
+		cats[i] = guard.Catalogue{Plugin: c.plugin, Prefix: c.prefix, Families: c.info.GetMetrics()}
 	}
-	o, contested := merge.NewOwners(cats)
+	o, contested := guard.NewOwners(cats)
 	logged := 0
 	for _, c := range contested {
 		if s.contested[c] || logged == 10 || len(s.contested) >= maxLogged {
@@ -276,7 +275,7 @@ func (s *Scraper) report(r *round, got []bool, m *sharedMerge, arrived, left tim
 // write into them; the runtime families are client_golang's. The filters
 // apply as the Writers write (as a plugin's allowlist does), so one merge
 // guards both.
-func (s *Scraper) hostFamilies(r *report) []*merge.Family {
+func (s *Scraper) hostFamilies(r *report) []*guard.Family {
 	mfs, err := s.reg.Gather()
 	if err != nil {
 		s.log.Warn("self-metrics gather", "err", err)
@@ -292,22 +291,22 @@ func (s *Scraper) hostFamilies(r *report) []*merge.Family {
 			runtime = append(runtime, mf)
 		}
 	}
-	var rec batch.Recorder
-	s.healthWriters.write(rec.Send, func(w *sdk.Writer) {
+	var rec wire.Recorder
+	s.healthWriters.write(rec.Send, func(w *selfWriter) {
 		r.write(w)
-		w.WriteFamilies(health)
+		w.families(health)
 	})
-	s.runtimeWriters.write(rec.Send, func(w *sdk.Writer) { w.WriteFamilies(runtime) })
+	s.runtimeWriters.write(rec.Send, func(w *selfWriter) { w.families(runtime) })
 	opts := s.opts
 	opts.ReservedPrefixes = nil
 	opts.Filter = nil // applied by the Writers
-	return merge.Merge([]merge.Input{{Plugin: "plexporter", Batches: rec.Batches}}, opts).Families
+	return guard.Merge([]guard.Input{{Plugin: "plexporter", Batches: rec.Batches}}, opts).Families
 }
 
-// writerPool keeps the Writers of the host's own families from scrape to
+// writerPool keeps the writers of the host's own families from scrape to
 // scrape (about 17 kB of tables and maps each, two a scrape). A flushed
-// Writer holds nothing the merge uses: the batches it sent are the
-// Recorder's. A pooled Writer still names the last scrape's chunks until
+// writer holds nothing the merge uses: the batches it sent are the
+// Recorder's. A pooled writer still names the last scrape's chunks until
 // it is restarted for the next: a few kB, and the pool lets go of it at
 // the next collections.
 type writerPool struct {
@@ -315,18 +314,50 @@ type writerPool struct {
 	pool   sync.Pool
 }
 
-// write runs fill on a Writer of the pool's filter that sends to send,
+// write runs fill on a writer of the pool's filter that sends to send,
 // then flushes it.
-func (p *writerPool) write(send func(*pluginv1.CollectResponse) error, fill func(*sdk.Writer)) {
-	w, ok := p.pool.Get().(*sdk.Writer)
+func (p *writerPool) write(send func(*pluginv1.CollectResponse) error, fill func(*selfWriter)) {
+	w, ok := p.pool.Get().(*selfWriter)
 	if ok {
-		sdkhook.RestartWriter(w, send)
+		w.enc.Restart(send)
 	} else {
-		w = sdkhook.NewWriter[*sdk.Writer](p.filter, "", send)
+		// No recycling: the Recorder keeps the batches sent.
+		w = &selfWriter{enc: wire.NewEncoder(0, false, send), filter: p.filter, enabled: map[*wire.Header]bool{}}
 	}
 	fill(w)
-	_ = w.Flush() // the Recorder's Send never fails
+	_ = w.enc.Flush() // the Recorder's Send never fails
 	p.pool.Put(w)
+}
+
+// selfWriter writes the host's own families straight into batches with
+// the wire format's encoder, applying its filter once per family as a
+// plugin's Writer applies the allowlist.
+type selfWriter struct {
+	enc     *wire.Encoder
+	filter  *metricfilter.Filter
+	enabled map[*wire.Header]bool // the filter's answers for the report's families
+}
+
+// value writes one sample of family h (a counter or a gauge).
+func (w *selfWriter) value(h *wire.Header, v float64, lv ...string) {
+	on, ok := w.enabled[h]
+	if !ok {
+		on = w.filter.Allow(h.Name)
+		w.enabled[h] = on
+	}
+	if !on || w.enc.SendErr() != nil {
+		return
+	}
+	if len(lv) != len(h.Labels) { // a mistake in this package
+		w.enc.Error("host", fmt.Sprintf("family %s has %d label names but a sample has %d values", h.Name, len(h.Labels), len(lv)))
+		return
+	}
+	w.enc.AddValue(w.enc.Open(h, nil, false), lv, v)
+}
+
+// families writes client_golang's families.
+func (w *selfWriter) families(mfs []*dto.MetricFamily) {
+	wire.WriteFamilies(w.enc, mfs, "", w.filter.Allow)
 }
 
 // healthPrefix starts the host's own health families.
@@ -344,11 +375,11 @@ const maxLogged = 4096
 
 // maxErrorLines is the number of partial errors logged per plugin and
 // merge; a plugin making up new messages on every collect costs at most
-// that many lines (of at most batch.MaxErrorLen) per scrape.
+// that many lines (of at most wire.MaxErrorLen) per scrape.
 const maxErrorLines = 10
 
 // logOnce logs each distinct drop cause and plugin error once per process.
-func (s *Scraper) logOnce(names []string, results []*supervise.Collection, res *merge.Result) {
+func (s *Scraper) logOnce(names []string, results []*supervise.Collection, res *guard.Result) {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
 	first := func(parts ...string) bool {

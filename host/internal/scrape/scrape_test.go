@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	chaosBin = filepath.Join(dir, "chaos")
-	cmd := exec.Command("go", "build", "-o", chaosBin, "../../../internal/testplugins/chaos")
+	cmd := exec.Command("go", "build", "-o", chaosBin, "../../../internal/testkit/testplugins/chaos")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {

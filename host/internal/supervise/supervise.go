@@ -32,8 +32,8 @@ import (
 	"github.com/plexporter/plexporter/host/internal/launch"
 	"github.com/plexporter/plexporter/host/internal/manifest"
 	"github.com/plexporter/plexporter/host/internal/sandbox"
-	"github.com/plexporter/plexporter/internal/batch"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
+	"github.com/plexporter/plexporter/internal/wire"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 	"github.com/plexporter/plexporter/sdk/transport"
 )
@@ -149,7 +149,7 @@ type Collection struct {
 	Batches []*pluginv1.Batch
 	Errors  []*pluginv1.CollectError
 	// ErrorsDropped counts the partial errors the budget discarded
-	// (batch.LimitsFor): past the count or the bytes one collect may send.
+	// (wire.LimitsFor): past the count or the bytes one collect may send.
 	ErrorsDropped int
 	Err           error
 	Duration      time.Duration
@@ -441,7 +441,7 @@ func (s *Supervisor) describe(ctx context.Context, client pluginv1.PluginService
 	if major, _, _ := strings.Cut(info.GetApiVersion(), "."); major != strings.Split(transport.APIVersion, ".")[0] {
 		return &launch.ProtocolError{Plugin: s.plugin.Name, Reason: fmt.Sprintf("its Info reports api_version %q", info.GetApiVersion())}
 	}
-	by := merge.SelectedBy(info.GetMetrics(), s.settings.MetricPrefix)
+	by := guard.SelectedBy(info.GetMetrics(), s.settings.MetricPrefix)
 	s.mu.Lock()
 	s.status.Info = info
 	s.selectedBy = by
@@ -455,7 +455,7 @@ func (s *Supervisor) describe(ctx context.Context, client pluginv1.PluginService
 
 // SelectedBy returns, for the families of the running plugin's catalogue
 // that further names select, those names, all as exposed: what the merge
-// passes to the allowlist (merge.Input.SelectedBy). Read only.
+// passes to the allowlist (guard.Input.SelectedBy). Read only.
 func (s *Supervisor) SelectedBy() map[string][]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -524,7 +524,7 @@ func truncateWarning(w string) string {
 	if len(w) <= maxWarningLen {
 		return w
 	}
-	e, _ := batch.TruncateError(&pluginv1.CollectError{Message: w}, maxWarningLen)
+	e, _ := wire.TruncateError(&pluginv1.CollectError{Message: w}, maxWarningLen)
 	return e.GetMessage()
 }
 
@@ -561,11 +561,11 @@ func (s *Supervisor) collect(client pluginv1.PluginServiceClient) *Collection {
 	ctx, cancel := context.WithTimeout(context.Background(), s.settings.Timeout)
 	defer cancel()
 	res := &Collection{}
-	stream, err := client.Collect(ctx, &pluginv1.CollectRequest{}, batch.MaxMessage)
+	stream, err := client.Collect(ctx, &pluginv1.CollectRequest{}, wire.MaxMessage)
 	if err == nil {
 		// Drain stops at the plugin's limits; the deferred cancel then ends
 		// the RPC, which stops the plugin too.
-		d := batch.DrainCounted(stream, batch.LimitsFor(s.settings.MaxSeries))
+		d := wire.DrainCounted(stream, wire.LimitsFor(s.settings.MaxSeries))
 		res.Batches, res.Errors, res.ErrorsDropped, err = d.Batches, d.Errors, d.ErrorsDropped, d.Err
 	}
 	res.Err = err

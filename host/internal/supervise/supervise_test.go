@@ -23,7 +23,7 @@ import (
 	"github.com/plexporter/plexporter/host/internal/discover"
 	"github.com/plexporter/plexporter/host/internal/manifest"
 
-	"github.com/plexporter/plexporter/internal/syncbuf"
+	"github.com/plexporter/plexporter/internal/testkit/syncbuf"
 )
 
 var chaosBin, handshakeBin string
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 	}
 	chaosBin, handshakeBin = filepath.Join(dir, "chaos"), filepath.Join(dir, "handshake")
 	for bin, pkg := range map[string]string{chaosBin: "chaos", handshakeBin: "handshake"} {
-		cmd := exec.Command("go", "build", "-o", bin, "../../../internal/testplugins/"+pkg)
+		cmd := exec.Command("go", "build", "-o", bin, "../../../internal/testkit/testplugins/"+pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {

@@ -23,7 +23,7 @@ import (
 
 	"github.com/plexporter/plexporter/host/internal/expose"
 	"github.com/plexporter/plexporter/host/internal/scrape"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 )
 
 // Options for the handler.
@@ -60,7 +60,7 @@ const DefaultWriteTimeout = 5 * time.Second
 
 // Scraper is what the metrics handler needs of the scrape package.
 type Scraper interface {
-	Scrape(ctx context.Context, sel scrape.Selection) []*merge.Family
+	Scrape(ctx context.Context, sel scrape.Selection) []*guard.Family
 	// Plugins names every plugin a selection may name (found, whether it
 	// runs or not).
 	Plugins() []string

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/plexporter/plexporter/host/internal/scrape"
-	"github.com/plexporter/plexporter/internal/merge"
+	"github.com/plexporter/plexporter/internal/guard"
 )
 
 func TestAcceptsGzip(t *testing.T) {
@@ -99,7 +99,7 @@ type fakeScraper struct {
 	got     []scrape.Selection
 }
 
-func (f *fakeScraper) Scrape(_ context.Context, sel scrape.Selection) []*merge.Family {
+func (f *fakeScraper) Scrape(_ context.Context, sel scrape.Selection) []*guard.Family {
 	f.got = append(f.got, sel)
 	return nil
 }

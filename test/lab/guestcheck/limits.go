@@ -19,7 +19,7 @@ import (
 )
 
 const (
-	// probeBin is the test-only probe plugin (internal/testplugins/probe),
+	// probeBin is the test-only probe plugin (internal/testkit/testplugins/probe),
 	// which run.sh builds and puts on the 9p share next to guestcheck.
 	probeBin      = "/mnt/host/probe"
 	limitsAddr    = "127.0.0.1:9884"
