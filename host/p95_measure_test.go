@@ -58,25 +58,18 @@ func TestP95RoundsSandboxed(t *testing.T) {
 	}
 	baseShares, _ := os.ReadFile(filepath.Join(base, "cpu.shares"))
 	t.Cleanup(func() { os.WriteFile(filepath.Join(base, "cpu.shares"), baseShares, 0) })
-	variants := []variant{
-		{"as shipped", func() {
-			put(base, "cpu.shares", "1024")
+	shares := func(name, parent, quota string) variant {
+		return variant{name, func() {
+			put(base, "cpu.shares", parent)
 			for _, g := range groups {
-				put(g, "cpu.cfs_quota_us", "10000")
+				put(g, "cpu.cfs_quota_us", quota)
 			}
-		}},
-		{"plugins' parent cpu.shares 102", func() {
-			put(base, "cpu.shares", "102")
-			for _, g := range groups {
-				put(g, "cpu.cfs_quota_us", "10000")
-			}
-		}},
-		{"limits.cpu 0.5", func() {
-			put(base, "cpu.shares", "1024")
-			for _, g := range groups {
-				put(g, "cpu.cfs_quota_us", "5000")
-			}
-		}},
+		}}
+	}
+	variants := []variant{shares("as shipped", "1024", "10000")}
+	for _, v := range strings.Fields(os.Getenv("P95_VARIANTS")) {
+		parent, quota, _ := strings.Cut(v, "/")
+		variants = append(variants, shares("plugins' parent "+parent+", quota "+quota, parent, quota))
 	}
 	p95Rounds(t, h, variants)
 }

@@ -28,8 +28,11 @@ type Limits struct {
 	CPU         float64 // CPUs, e.g. 0.5
 }
 
-// Low CPU weight for every plugin: a tenth of the default, so that plugins
-// yield to the host's scrapes and to the node's workload under contention.
+// Low CPU weight for every plugin: a tenth of the default. A weight counts
+// only against sibling groups, the other plugins: against the host and the
+// node the plugins weigh as their parent, left at the default (a tenth
+// there starved healthy plugins on a loaded machine: docs/design.md,
+// "A healthy plugin beside hostile ones").
 const (
 	weightV2 = 10  // cpu.weight, default 100
 	sharesV1 = 102 // cpu.shares, default 1024
