@@ -67,11 +67,49 @@ func TestP95RoundsSandboxed(t *testing.T) {
 		}}
 	}
 	variants := []variant{shares("as shipped", "1024", "10000")}
+	// "flat": each plugin's processes moved into a group of its own beside
+	// the plexporter parent (same shares, period and quota), so that no
+	// plugin's weight against the host is shared with another plugin.
+	flat := map[string]string{}
+	for p, g := range groups {
+		d := filepath.Join(filepath.Dir(base), fmt.Sprintf("p95flat.%s.%d", p, h.cmd.Process.Pid))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"cpu.shares", "cpu.cfs_period_us", "cpu.cfs_quota_us"} {
+			b, _ := os.ReadFile(filepath.Join(g, f))
+			put(d, f, strings.TrimSpace(string(b)))
+		}
+		flat[p] = d
+	}
+	move := func(from, to map[string]string) {
+		for p := range groups {
+			b, _ := os.ReadFile(filepath.Join(from[p], "cgroup.procs"))
+			for _, pid := range strings.Fields(string(b)) {
+				os.WriteFile(filepath.Join(to[p], "cgroup.procs"), []byte(pid), 0)
+			}
+		}
+	}
+	t.Cleanup(func() {
+		move(flat, groups)
+		for _, d := range flat {
+			os.Remove(d)
+		}
+	})
+	if os.Getenv("P95_FLAT") != "" {
+		shipped := variants[0].apply
+		variants[0].apply = func() { move(flat, groups); shipped() }
+		variants = append(variants, variant{"flat: a group per plugin beside the parent", func() { shipped(); move(groups, flat) }})
+	}
 	for _, v := range strings.Fields(os.Getenv("P95_VARIANTS")) {
 		parent, quota, _ := strings.Cut(v, "/")
 		variants = append(variants, shares("plugins' parent "+parent+", quota "+quota, parent, quota))
 	}
 	p95Rounds(t, h, variants)
+	for _, p := range []string{"healthy", "errors", "flood"} {
+		b, _ := os.ReadFile(filepath.Join(groups[p], "cpu.stat"))
+		t.Logf("%s cpu.stat: %s", p, strings.Join(strings.Fields(string(b)), " "))
+	}
 }
 
 func TestP95RoundsUnsandboxed(t *testing.T) {
