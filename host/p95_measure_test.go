@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plexporter/plexporter/host/internal/launch"
 )
 
 // Issue 28's p95 measurement in alternating rounds, run by hand (it
@@ -21,8 +23,11 @@ import (
 //	PLEXPORTER_CPU_MEASURE=1 go test -v -run TestP95Rounds ./host/
 //
 // Sandboxed, the variants are CPU settings of the plugins' cgroups (cgroup
-// v1 cpu hierarchy, as on the development machine); unsandboxed, the
-// plugins' nice value.
+// v1 cpu hierarchy, as on the development machine): the shipped ones, then
+// one variant per P95_VARIANTS word "<parent cpu.shares>/<cfs_quota_us>"
+// (e.g. P95_VARIANTS="102/10000 1024/5000"), and with P95_FLAT=1 each
+// plugin moved to a group of its own beside the plexporter parent.
+// Unsandboxed, the plugins' nice value (0 against launch.PluginNice).
 func TestP95RoundsSandboxed(t *testing.T) {
 	if os.Getenv("PLEXPORTER_CPU_MEASURE") == "" {
 		t.Skip("a measurement, not a test: set PLEXPORTER_CPU_MEASURE=1")
@@ -126,7 +131,7 @@ func TestP95RoundsUnsandboxed(t *testing.T) {
 			}
 		}
 	}
-	p95Rounds(t, h, []variant{{"plugins at nice 0", func() { renice(0) }}, {"plugins at nice 10", func() { renice(10) }}})
+	p95Rounds(t, h, []variant{{"plugins at nice 0", func() { renice(0) }}, {"plugins at nice 10", func() { renice(launch.PluginNice) }}})
 }
 
 const floodsYAML = `
