@@ -26,7 +26,8 @@ import (
 // v1 cpu hierarchy, as on the development machine): the shipped ones, then
 // one variant per P95_VARIANTS word "<parent cpu.shares>/<cfs_quota_us>"
 // (e.g. P95_VARIANTS="102/10000 1024/5000"), and with P95_FLAT=1 each
-// plugin moved to a group of its own beside the plexporter parent.
+// plugin moved to a group of its own beside the plexporter parent
+// (P95_FLAT=<shares>: with those cpu.shares instead of its own).
 // Unsandboxed, the plugins' nice value (0 against launch.PluginNice).
 func TestP95RoundsSandboxed(t *testing.T) {
 	if os.Getenv("PLEXPORTER_CPU_MEASURE") == "" {
@@ -84,6 +85,9 @@ func TestP95RoundsSandboxed(t *testing.T) {
 		for _, f := range []string{"cpu.shares", "cpu.cfs_period_us", "cpu.cfs_quota_us"} {
 			b, _ := os.ReadFile(filepath.Join(g, f))
 			put(d, f, strings.TrimSpace(string(b)))
+		}
+		if v := os.Getenv("P95_FLAT"); v != "1" && v != "" {
+			put(d, "cpu.shares", v)
 		}
 		flat[p] = d
 	}
@@ -215,4 +219,44 @@ func children(pid int) []int {
 		}
 	}
 	return out
+}
+
+// Sandboxed against unsandboxed in alternating rounds: two hosts, each with
+// the same three plugins, scraped in turn (their error flooders work only
+// when collected; both log flooders run throughout).
+func TestP95RoundsSandboxVsNot(t *testing.T) {
+	if os.Getenv("PLEXPORTER_CPU_MEASURE") == "" {
+		t.Skip("a measurement, not a test: set PLEXPORTER_CPU_MEASURE=1")
+	}
+	st := newSandboxTree(t)
+	copyFile(t, filepath.Join(binDir, "chaos"), filepath.Join(st.bin, "chaos"), 0o755)
+	for _, p := range []string{"healthy", "errors", "flood"} {
+		if err := os.Symlink(filepath.Join(st.bin, "chaos"), filepath.Join(st.plugins, "plexporter-"+p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(st.plugins, "plexporter-errors.yaml"), []byte("limits: {memory: 2GiB}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb := startSandboxHost(t, st, floodsYAML, "--scrape.timeout=5s")
+	un := startHost(t, []string{"errors", "flood", "healthy"}, floodsYAML, "--scrape.timeout=5s")
+	hosts := []*host{un, sb}
+	names := []string{"unsandboxed", "sandboxed"}
+	const rounds, n = 5, 40
+	alone := make([][]float64, 2)
+	beside := make([][]float64, 2)
+	for r := range rounds {
+		for i := range hosts {
+			v := (i + r) % 2
+			hosts[v].scrape("")
+			a, _ := healthyScrapeSamples(hosts[v], n, "?collect[]=healthy")
+			b, _ := healthyScrapeSamples(hosts[v], n, "")
+			alone[v] = append(alone[v], a...)
+			beside[v] = append(beside[v], b...)
+		}
+	}
+	for v := range hosts {
+		t.Logf("%-12s alone p50 %5.2f p95 %5.2f ms; beside p50 %5.2f p95 %5.2f ms: p95 %.2f×", names[v]+":",
+			pct(alone[v], 50)*1e3, pct(alone[v], 95)*1e3, pct(beside[v], 50)*1e3, pct(beside[v], 95)*1e3, pct(beside[v], 95)/pct(alone[v], 95))
+	}
 }
