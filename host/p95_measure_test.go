@@ -17,18 +17,19 @@ import (
 // Issue 28's p95 measurement in alternating rounds, run by hand (it
 // asserts nothing, it reports): one host, the healthy plugin scraped alone
 // and beside the error and log floods, each variant's settings applied to
-// the running plugins in turn, round after round, so that whatever else the
-// machine does falls on every variant alike.
+// the running host and plugins in turn, round after round, so that
+// whatever else the machine does falls on every variant alike.
 //
 //	PLEXPORTER_CPU_MEASURE=1 go test -v -run TestP95Rounds ./host/
 //
-// Sandboxed, the variants are CPU settings of the plugins' cgroups (cgroup
-// v1 cpu hierarchy, as on the development machine): the shipped ones, then
-// one variant per P95_VARIANTS word "<parent cpu.shares>/<cfs_quota_us>"
-// (e.g. P95_VARIANTS="102/10000 1024/5000"), and with P95_FLAT=1 each
-// plugin moved to a group of its own beside the plexporter parent
-// (P95_FLAT=<shares>: with those cpu.shares instead of its own).
-// Unsandboxed, the plugins' nice value (0 against launch.PluginNice).
+// Sandboxed (cgroup v1 cpu hierarchy, as on the development machine): the
+// shipped layout (the host in plexporter/host, the plugins' groups below
+// plexporter/plugins at cpu.shares 102) against the layout before it (the
+// host in its own cgroup, beside plexporter/, the plugins' parent at the
+// default weight). Unsandboxed: the plugins' nice value (0 against
+// launch.PluginNice). The variants measured before the shipped layout
+// (the parent at other weights, a group per plugin beside it, limits.cpu
+// 0.5, no quota) are in docs/design.md.
 func TestP95RoundsSandboxed(t *testing.T) {
 	if os.Getenv("PLEXPORTER_CPU_MEASURE") == "" {
 		t.Skip("a measurement, not a test: set PLEXPORTER_CPU_MEASURE=1")
@@ -47,12 +48,9 @@ func TestP95RoundsSandboxed(t *testing.T) {
 	groups := map[string]string{}
 	var base string
 	for _, p := range []string{"healthy", "errors", "flood"} {
-		m, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/cpu/*%s.%d.*", p, h.cmd.Process.Pid))
-		if len(m) == 0 {
-			m, _ = filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/cpu/*/%s.%d.*", p, h.cmd.Process.Pid))
-		}
+		m, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/cpu/plexporter/plugins/%s.%d.*", p, h.cmd.Process.Pid))
 		if len(m) != 1 {
-			t.Skipf("no cgroup v1 cpu group for %s: %v", p, m)
+			t.Skipf("no cgroup v1 cpu group for %s below /sys/fs/cgroup/cpu/plexporter/plugins: %v", p, m)
 		}
 		groups[p] = m[0]
 		base = filepath.Dir(m[0])
@@ -62,57 +60,13 @@ func TestP95RoundsSandboxed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	baseShares, _ := os.ReadFile(filepath.Join(base, "cpu.shares"))
-	t.Cleanup(func() { os.WriteFile(filepath.Join(base, "cpu.shares"), baseShares, 0) })
-	shares := func(name, parent, quota string) variant {
-		return variant{name, func() {
-			put(base, "cpu.shares", parent)
-			for _, g := range groups {
-				put(g, "cpu.cfs_quota_us", quota)
-			}
-		}}
-	}
-	variants := []variant{shares("as shipped", "1024", "10000")}
-	// "flat": each plugin's processes moved into a group of its own beside
-	// the plexporter parent (same shares, period and quota), so that no
-	// plugin's weight against the host is shared with another plugin.
-	flat := map[string]string{}
-	for p, g := range groups {
-		d := filepath.Join(filepath.Dir(base), fmt.Sprintf("p95flat.%s.%d", p, h.cmd.Process.Pid))
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []string{"cpu.shares", "cpu.cfs_period_us", "cpu.cfs_quota_us"} {
-			b, _ := os.ReadFile(filepath.Join(g, f))
-			put(d, f, strings.TrimSpace(string(b)))
-		}
-		if v := os.Getenv("P95_FLAT"); v != "1" && v != "" {
-			put(d, "cpu.shares", v)
-		}
-		flat[p] = d
-	}
-	move := func(from, to map[string]string) {
-		for p := range groups {
-			b, _ := os.ReadFile(filepath.Join(from[p], "cgroup.procs"))
-			for _, pid := range strings.Fields(string(b)) {
-				os.WriteFile(filepath.Join(to[p], "cgroup.procs"), []byte(pid), 0)
-			}
-		}
-	}
-	t.Cleanup(func() {
-		move(flat, groups)
-		for _, d := range flat {
-			os.Remove(d)
-		}
-	})
-	if os.Getenv("P95_FLAT") != "" {
-		shipped := variants[0].apply
-		variants[0].apply = func() { move(flat, groups); shipped() }
-		variants = append(variants, variant{"flat: a group per plugin beside the parent", func() { shipped(); move(groups, flat) }})
-	}
-	for _, v := range strings.Fields(os.Getenv("P95_VARIANTS")) {
-		parent, quota, _ := strings.Cut(v, "/")
-		variants = append(variants, shares("plugins' parent "+parent+", quota "+quota, parent, quota))
+	hostPid := strconv.Itoa(h.cmd.Process.Pid)
+	hostGroup := filepath.Join(filepath.Dir(base), "host")
+	root := filepath.Dir(filepath.Dir(base))
+	t.Cleanup(func() { put(base, "cpu.shares", "102") })
+	variants := []variant{
+		{"as shipped", func() { put(hostGroup, "cgroup.procs", hostPid); put(base, "cpu.shares", "102") }},
+		{"before (host beside the plugins)", func() { put(root, "cgroup.procs", hostPid); put(base, "cpu.shares", "1024") }},
 	}
 	p95Rounds(t, h, variants)
 	for _, p := range []string{"healthy", "errors", "flood"} {

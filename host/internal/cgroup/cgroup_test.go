@@ -23,8 +23,15 @@ func TestDetectV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.V2() || r.base["memory"] != filepath.Join(mount, "memory/svc/plexporter") || r.base["pids"] != filepath.Join(mount, "pids/plexporter") || r.base["cpuacct"] != filepath.Join(mount, "cpuacct/plexporter") {
+	if r.V2() || r.base["memory"] != filepath.Join(mount, "memory/svc/plexporter") || r.base["pids"] != filepath.Join(mount, "pids/plexporter") || r.base["cpuacct"] != filepath.Join(mount, "cpuacct/plexporter") || r.base["cpu"] != filepath.Join(mount, "cpu/plexporter/plugins") {
 		t.Fatalf("bases = %v", r.base)
+	}
+	// cpu: the host in plexporter/host, the plugins below plexporter/plugins
+	// at a tenth of the weight.
+	for f, want := range map[string]string{"cpu/plexporter/host/cgroup.procs": "0", "cpu/plexporter/plugins/cpu.shares": "102"} {
+		if b, _ := os.ReadFile(filepath.Join(mount, f)); string(b) != want {
+			t.Errorf("%s = %q, want %q", f, b, want)
+		}
 	}
 	os.RemoveAll(filepath.Join(mount, "pids"))
 	if _, err := detect(mount, self); err == nil || !strings.Contains(err.Error(), `"pids"`) {
@@ -49,6 +56,17 @@ func TestGroupLimitsAndRemove(t *testing.T) {
 	read := func(c, f string) string {
 		b, _ := os.ReadFile(filepath.Join(g.dirs[c], f))
 		return strings.TrimSpace(string(b))
+	}
+	parent := func(c, f string) string {
+		b, _ := os.ReadFile(filepath.Join(filepath.Dir(g.dirs[c]), f))
+		return strings.TrimSpace(string(b))
+	}
+	if r.V2() {
+		if parent("", "cpu.weight") != "10" {
+			t.Errorf("the plugins' parent's cpu.weight = %q, want 10", parent("", "cpu.weight"))
+		}
+	} else if parent("cpu", "cpu.shares") != "102" || filepath.Base(filepath.Dir(g.dirs["cpu"])) != "plugins" {
+		t.Errorf("the plugins' parent %s: cpu.shares %q, want 102", filepath.Dir(g.dirs["cpu"]), parent("cpu", "cpu.shares"))
 	}
 	if r.V2() {
 		if read("", "pids.max") != "16" || read("", "memory.max") != "67108864" || read("", "cpu.max") != "2000 10000" || read("", "cpu.weight") != "10" {
