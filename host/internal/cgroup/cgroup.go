@@ -11,8 +11,10 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,6 +170,7 @@ func detectV2(mount, path string) (*Root, error) {
 
 func detectV1(mount string, paths map[string]string) (*Root, error) {
 	r := &Root{base: map[string]string{}}
+	seen := map[string]string{} // hierarchy (symlinks resolved) -> controller
 	for _, c := range []string{"memory", "pids", "cpu", "cpuacct"} {
 		m := filepath.Join(mount, c)
 		if _, err := os.Stat(filepath.Join(m, "cgroup.procs")); err != nil {
@@ -175,6 +178,15 @@ func detectV1(mount string, paths map[string]string) (*Root, error) {
 				continue // only the usage metric needs it
 			}
 			return nil, fmt.Errorf("no cgroup v2 and no cgroup v1 %q hierarchy at %s", c, m)
+		}
+		// Controllers mounted together (cpu,cpuacct, with cpu and cpuacct
+		// symlinks to it) are one hierarchy: one group, the first's.
+		if real, err := filepath.EvalSymlinks(m); err == nil {
+			if first, ok := seen[real]; ok {
+				r.base[c] = r.base[first]
+				continue
+			}
+			seen[real] = c
 		}
 		p, ok := paths[c]
 		if !ok {
@@ -234,6 +246,10 @@ func (r *Root) New(plugin string, l Limits) (*Group, error) {
 	g := &Group{v2: r.v2, dirs: map[string]string{}}
 	for c, base := range r.base {
 		d := filepath.Join(base, name)
+		if slices.Contains(slices.Collect(maps.Values(g.dirs)), d) {
+			g.dirs[c] = d // controllers mounted together
+			continue
+		}
 		if err := os.Mkdir(d, 0o755); err != nil {
 			g.Remove()
 			return nil, fmt.Errorf("plugin %s: create cgroup: %w", plugin, err)
@@ -298,7 +314,9 @@ func (g *Group) set(l Limits) error {
 func (g *Group) Dirs() []string {
 	out := make([]string, 0, len(g.dirs))
 	for _, d := range g.dirs {
-		out = append(out, d)
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
 	}
 	return out
 }

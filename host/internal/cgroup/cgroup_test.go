@@ -109,3 +109,41 @@ func TestCFSPeriod(t *testing.T) {
 		}
 	}
 }
+
+// cpu and cpuacct mounted together (cpu,cpuacct, with cpu and cpuacct
+// symlinks to it, as most v1 distributions do) are one hierarchy: the
+// plugin gets one group there, the cpu one below plexporter/plugins, and
+// the launcher joins it once. Without the check the cpuacct base was
+// plexporter/ of the same hierarchy: two groups, and the launcher's last
+// join could put the plugin in the one without its CPU limit.
+func TestDetectV1CoMounted(t *testing.T) {
+	mount := t.TempDir()
+	for _, d := range []string{"memory", "pids", "cpu,cpuacct"} {
+		os.MkdirAll(filepath.Join(mount, d), 0o755)
+		os.WriteFile(filepath.Join(mount, d, "cgroup.procs"), nil, 0o644)
+	}
+	for _, l := range []string{"cpu", "cpuacct"} {
+		if err := os.Symlink("cpu,cpuacct", filepath.Join(mount, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self := filepath.Join(t.TempDir(), "cgroup")
+	os.WriteFile(self, []byte("8:pids:/\n4:memory:/\n2:cpu,cpuacct:/\n0::/\n"), 0o644)
+	r, err := detect(mount, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.base["cpuacct"] != r.base["cpu"] || r.base["cpu"] != filepath.Join(mount, "cpu/plexporter/plugins") {
+		t.Fatalf("bases = %v", r.base)
+	}
+	g, err := r.New("p", Limits{CPU: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Dirs()) != 3 || g.dirs["cpuacct"] != g.dirs["cpu"] {
+		t.Fatalf("dirs = %v", g.dirs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(g.dirs["cpu"], "cpu.cfs_quota_us")); string(b) != "5000" {
+		t.Errorf("cpu.cfs_quota_us = %q, want 5000", b)
+	}
+}
