@@ -83,9 +83,12 @@ func TestBudgetsSandboxedMeasure(t *testing.T) {
 	for range 3 {
 		h.scrape("?collect[]=healthy")
 	}
+	idle, _ := hostMemory(t, h)
 	p50a, p95a, longA := p95("?collect[]=healthy")
 	p50b, p95b, longB := p95("")
+	rss, peak := hostMemory(t, h)
 	_, mfs := h.scrape("")
+	t.Logf("host RSS: idle %.1f MiB, after %.1f MiB, peak %.1f MiB (+%.1f MiB)", mib(idle), mib(rss), mib(peak), mib(peak)-mib(idle))
 	t.Logf("healthy plugin's scrape duration alone: p50 %.1f ms, p95 %.1f ms (longest scrape %v)", p50a*1e3, p95a*1e3, longA)
 	t.Logf("beside the error and log floods:       p50 %.1f ms, p95 %.1f ms (longest scrape %v; timeout 5 s): %.2f×", p50b*1e3, p95b*1e3, longB, p95b/p95a)
 	t.Logf("restarts: errors %v, flood %v; log lines dropped %v", value(mfs, "plexporter_plugin_restarts_total", "plugin", "errors"),

@@ -23,8 +23,15 @@ func TestDetectV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.V2() || r.base["memory"] != filepath.Join(mount, "memory/svc/plexporter") || r.base["pids"] != filepath.Join(mount, "pids/plexporter") || r.base["cpuacct"] != filepath.Join(mount, "cpuacct/plexporter") {
+	if r.V2() || r.base["memory"] != filepath.Join(mount, "memory/svc/plexporter") || r.base["pids"] != filepath.Join(mount, "pids/plexporter") || r.base["cpuacct"] != filepath.Join(mount, "cpuacct/plexporter") || r.base["cpu"] != filepath.Join(mount, "cpu/plexporter/plugins") {
 		t.Fatalf("bases = %v", r.base)
+	}
+	// cpu: the host in plexporter/host, the plugins below plexporter/plugins
+	// at a tenth of the weight.
+	for f, want := range map[string]string{"cpu/plexporter/host/cgroup.procs": "0", "cpu/plexporter/plugins/cpu.shares": "102"} {
+		if b, _ := os.ReadFile(filepath.Join(mount, f)); string(b) != want {
+			t.Errorf("%s = %q, want %q", f, b, want)
+		}
 	}
 	os.RemoveAll(filepath.Join(mount, "pids"))
 	if _, err := detect(mount, self); err == nil || !strings.Contains(err.Error(), `"pids"`) {
@@ -49,6 +56,17 @@ func TestGroupLimitsAndRemove(t *testing.T) {
 	read := func(c, f string) string {
 		b, _ := os.ReadFile(filepath.Join(g.dirs[c], f))
 		return strings.TrimSpace(string(b))
+	}
+	parent := func(c, f string) string {
+		b, _ := os.ReadFile(filepath.Join(filepath.Dir(g.dirs[c]), f))
+		return strings.TrimSpace(string(b))
+	}
+	if r.V2() {
+		if parent("", "cpu.weight") != "10" {
+			t.Errorf("the plugins' parent's cpu.weight = %q, want 10", parent("", "cpu.weight"))
+		}
+	} else if parent("cpu", "cpu.shares") != "102" || filepath.Base(filepath.Dir(g.dirs["cpu"])) != "plugins" {
+		t.Errorf("the plugins' parent %s: cpu.shares %q, want 102", filepath.Dir(g.dirs["cpu"]), parent("cpu", "cpu.shares"))
 	}
 	if r.V2() {
 		if read("", "pids.max") != "16" || read("", "memory.max") != "67108864" || read("", "cpu.max") != "2000 10000" || read("", "cpu.weight") != "10" {
@@ -89,5 +107,43 @@ func TestCFSPeriod(t *testing.T) {
 		if p, q := cfsPeriod(tc.cpu); p != tc.period || q != tc.quota {
 			t.Errorf("cfsPeriod(%v) = %d, %d; want %d, %d", tc.cpu, p, q, tc.period, tc.quota)
 		}
+	}
+}
+
+// cpu and cpuacct mounted together (cpu,cpuacct, with cpu and cpuacct
+// symlinks to it, as most v1 distributions do) are one hierarchy: the
+// plugin gets one group there, the cpu one below plexporter/plugins, and
+// the launcher joins it once. Without the check the cpuacct base was
+// plexporter/ of the same hierarchy: two groups, and the launcher's last
+// join could put the plugin in the one without its CPU limit.
+func TestDetectV1CoMounted(t *testing.T) {
+	mount := t.TempDir()
+	for _, d := range []string{"memory", "pids", "cpu,cpuacct"} {
+		os.MkdirAll(filepath.Join(mount, d), 0o755)
+		os.WriteFile(filepath.Join(mount, d, "cgroup.procs"), nil, 0o644)
+	}
+	for _, l := range []string{"cpu", "cpuacct"} {
+		if err := os.Symlink("cpu,cpuacct", filepath.Join(mount, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self := filepath.Join(t.TempDir(), "cgroup")
+	os.WriteFile(self, []byte("8:pids:/\n4:memory:/\n2:cpu,cpuacct:/\n0::/\n"), 0o644)
+	r, err := detect(mount, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.base["cpuacct"] != r.base["cpu"] || r.base["cpu"] != filepath.Join(mount, "cpu/plexporter/plugins") {
+		t.Fatalf("bases = %v", r.base)
+	}
+	g, err := r.New("p", Limits{CPU: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Dirs()) != 3 || g.dirs["cpuacct"] != g.dirs["cpu"] {
+		t.Fatalf("dirs = %v", g.dirs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(g.dirs["cpu"], "cpu.cfs_quota_us")); string(b) != "5000" {
+		t.Errorf("cpu.cfs_quota_us = %q, want 5000", b)
 	}
 }

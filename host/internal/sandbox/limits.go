@@ -71,7 +71,7 @@ func cgroupWarning() (w []string) {
 		return nil
 	}
 	cgroupWarnOnce.Do(func() {
-		w = append(w, fmt.Sprintf("no per-plugin cgroup (%v): limits.pids, limits.cpu and the low CPU weight are not enforced for any plugin, and limits.memory is RLIMIT_DATA, which counts private memory only (not shared mappings, memfd, SysV or tmpfs pages)", err))
+		w = append(w, fmt.Sprintf("no per-plugin cgroup (%v): limits.pids, limits.cpu and the plugins' cgroup CPU weight are not enforced for any plugin (they still run at nice 10), and limits.memory is RLIMIT_DATA, which counts private memory only (not shared mappings, memfd, SysV or tmpfs pages)", err))
 	})
 	return w
 }

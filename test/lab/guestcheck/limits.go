@@ -355,6 +355,16 @@ func checkLimitsCPU(l *lab) error {
 	if err != nil || max != "2000 10000" {
 		errs = append(errs, fmt.Errorf("%s/cpu.max = %q (%v), want \"2000 10000\"", g, max, err))
 	}
+	// The plugin's weight among the plugins, and the plugins' parent's
+	// against its one sibling, the host's leaf (host/, default 100).
+	for _, d := range []string{g, filepath.Dir(g)} {
+		if w, err := cgroupFile(d, "cpu.weight"); err != nil || w != "10" {
+			errs = append(errs, fmt.Errorf("%s/cpu.weight = %q (%v), want \"10\"", d, w, err))
+		}
+	}
+	if w, err := cgroupFile(filepath.Join(filepath.Dir(filepath.Dir(g)), "host"), "cpu.weight"); err != nil || w != "100" {
+		errs = append(errs, fmt.Errorf("the host's leaf cpu.weight = %q (%v), want \"100\"", w, err))
+	}
 	read := func() (usage, throttled, periods uint64, err error) {
 		if usage, err = keyedValue(g, "cpu.stat", "usage_usec"); err != nil {
 			return
