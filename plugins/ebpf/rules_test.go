@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -47,11 +46,7 @@ func TestRecordingRules(t *testing.T) {
 // TestRecordingRulesOutput runs promtool test rules: the rules produce the
 // Crusoe names from the plugin's.
 func TestRecordingRulesOutput(t *testing.T) {
-	cmd := exec.Command(sdktest.PromtoolBinary(t), "test", "rules", "ebpf-recording-rules.test.yml")
-	cmd.Dir = "testdata"
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("promtool test rules: %v\n%s", err, out)
-	}
+	sdktest.PromtoolTestRules(t, "testdata", "ebpf-recording-rules.test.yml")
 }
 
 // TestRulesInputIsThePluginsOutput: deploy/prometheus evaluates every

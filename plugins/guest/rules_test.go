@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"regexp"
 	"testing"
 
@@ -19,11 +18,7 @@ func TestPromtoolCheckRules(t *testing.T) {
 // TestPromtoolTestRules evaluates the recording rules on series shaped like
 // the vm fixture's output (testdata/rules.test.yml).
 func TestPromtoolTestRules(t *testing.T) {
-	cmd := exec.Command(sdktest.PromtoolBinary(t), "test", "rules", "rules.test.yml")
-	cmd.Dir = "testdata"
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("promtool test rules: %v\n%s", err, out)
-	}
+	sdktest.PromtoolTestRules(t, "testdata", "rules.test.yml")
 }
 
 // TestRulesUseCataloguedMetrics catches a rule that reads a family the

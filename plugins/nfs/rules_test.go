@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -40,11 +39,7 @@ func TestRecordingRules(t *testing.T) {
 // TestRecordingRulesOutput runs promtool test rules: the rules must produce
 // the Crusoe names, labels and units (testdata/nfs-recording-rules.test.yml).
 func TestRecordingRulesOutput(t *testing.T) {
-	cmd := exec.Command(sdktest.PromtoolBinary(t), "test", "rules", "nfs-recording-rules.test.yml")
-	cmd.Dir = "testdata"
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("promtool test rules: %v\n%s", err, out)
-	}
+	sdktest.PromtoolTestRules(t, "testdata", "nfs-recording-rules.test.yml")
 }
 
 // TestRulesInputIsThePluginsOutput: deploy/prometheus evaluates every

@@ -139,6 +139,18 @@ func PromtoolClean(t testing.TB, text string, allowed map[string]string) {
 	}
 }
 
+// PromtoolTestRules runs `promtool test rules` on unit-test files in dir
+// (the paths in them are relative to dir, as promtool reads them) and fails
+// the test on any failed case, with promtool's report.
+func PromtoolTestRules(t testing.TB, dir string, files ...string) {
+	t.Helper()
+	cmd := exec.Command(PromtoolBinary(t), append([]string{"test", "rules"}, files...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules %v in %s: %v\n%s", files, dir, err, out)
+	}
+}
+
 // PromtoolRules runs `promtool check rules` on rule files and fails the
 // test on any problem.
 func PromtoolRules(t testing.TB, files ...string) {
