@@ -46,12 +46,6 @@ func newIoctlSource() *ioctlSource {
 	}}
 }
 
-// newIoctlSourceFD returns a source using fd, a socket that may live in
-// another network namespace (the real-kernel test).
-func newIoctlSourceFD(fd int) *ioctlSource {
-	return &ioctlSource{fd: fd, cache: map[string]*stringTable{}}
-}
-
 func (s *ioctlSource) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

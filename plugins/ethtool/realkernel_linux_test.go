@@ -351,3 +351,9 @@ func hostNIC(t *testing.T) string {
 	t.Skip("no NIC with a device link on this host")
 	return ""
 }
+
+// newIoctlSourceFD returns a source using fd, a socket that may live in
+// another network namespace (the real-kernel test).
+func newIoctlSourceFD(fd int) *ioctlSource {
+	return &ioctlSource{fd: fd, cache: map[string]*stringTable{}}
+}

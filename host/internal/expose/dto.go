@@ -23,12 +23,3 @@ func toDTO(f *guard.Family) *dto.MetricFamily {
 	}
 	return mf
 }
-
-// ToDTO converts merged families to client_model families.
-func ToDTO(fams []*guard.Family) []*dto.MetricFamily {
-	out := make([]*dto.MetricFamily, len(fams))
-	for i, f := range fams {
-		out[i] = toDTO(f)
-	}
-	return out
-}

@@ -223,6 +223,9 @@ func (t *textWriter) appendFloat(b []byte, f float64) []byte {
 	case math.IsInf(f, -1):
 		return append(b, "-Inf"...)
 	}
+	if f == 0 {
+		f = 0 // -0 as 0, as expfmt writes it (its f == 0 case)
+	}
 	start := len(b)
 	b = strconv.AppendFloat(b, f, 'g', -1, 64)
 	if t.om {

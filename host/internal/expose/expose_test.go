@@ -155,7 +155,7 @@ func TestProtobufRoundTrip(t *testing.T) {
 func FuzzTextEquivalence(f *testing.F) {
 	f.Add("v", "help", 1.5, uint64(3))
 	f.Add("quo\"te\\n", "multi\nline \\", math.Inf(1), uint64(0))
-	f.Add("", "", -0.0, uint64(1<<63))
+	f.Add("", "", math.Copysign(0, -1), uint64(1<<63)) // -0.0 in Go source is +0
 	f.Fuzz(func(t *testing.T, label, help string, v float64, cnt uint64) {
 		g := sdk.NewDesc("fz_value", sdk.Gauge, help, "l")
 		h := sdk.NewDesc("fz_seconds", sdk.Histogram, help, "l")
@@ -208,4 +208,14 @@ func BenchmarkEncode100k(b *testing.B) {
 		}
 		b.SetBytes(int64(buf.Len()))
 	})
+}
+
+// ToDTO converts merged families to client_model families: the reference
+// the tests compare the formats with.
+func ToDTO(fams []*guard.Family) []*dto.MetricFamily {
+	out := make([]*dto.MetricFamily, len(fams))
+	for i, f := range fams {
+		out[i] = toDTO(f)
+	}
+	return out
 }
