@@ -104,8 +104,8 @@ func TestSandboxedLiveness(t *testing.T) {
 		`ernic_instance_up{ernic_id="1",mac="02:00:00:00:00:01",role="manager"}`: 1,
 		`ernic_instance_up{ernic_id="2",mac="02:00:00:00:00:02",role="worker"}`:  0,
 		`ernic_stats_writes_total{ernic_id="1",role="manager"}`:                  10,
-		`ionic_collection_errors_total{collector="procfs"}`:                      0,
-		`ionic_collection_errors_total{collector="stats"}`:                       0,
+		`ernic_collection_errors_total{collector="procfs"}`:                      0,
+		`ernic_collection_errors_total{collector="stats"}`:                       0,
 	} {
 		if v, ok := got[key]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)

@@ -232,7 +232,7 @@ func TestConcurrentWriter(t *testing.T) {
 		}
 		torn = 0
 		for _, mf := range res.Families(t) {
-			if mf.GetName() == "ionic_ernic_stats_torn_reads_total" {
+			if mf.GetName() == "ernic_stats_torn_reads_total" {
 				for _, m := range mf.GetMetric() {
 					torn += m.GetCounter().GetValue()
 				}

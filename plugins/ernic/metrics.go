@@ -61,12 +61,12 @@ var (
 
 // The plugin's own health (plexporter families, not ernic-exporter's).
 var (
-	descCollectionErrors = sdk.NewDesc("ionic_collection_errors_total", sdk.Counter, "Failures while reading or parsing a source, by collector (manifest, stats, procfs).", "collector")
-	descTornReads        = sdk.NewDesc("ionic_ernic_stats_torn_reads_total", sdk.Counter, "Reads of the instance's statistics file that were refused (incomplete, changing while read) or had a counter held at its last value (missing, or lower within one server process).", lID, lRole)
-	descOrphanStats      = sdk.NewDesc("ionic_ernic_orphan_stats_files", sdk.Gauge, "<id>.stats files in the run directory whose id is not in instances.json (ignored, like ernic-exporter does).")
+	descCollectionErrors = sdk.NewDesc("ernic_collection_errors_total", sdk.Counter, "Failures while reading or parsing a source, by collector (manifest, stats, procfs).", "collector")
+	descTornReads        = sdk.NewDesc("ernic_stats_torn_reads_total", sdk.Counter, "Reads of the instance's statistics file that were refused (incomplete, changing while read) or had a counter held at its last value (missing, or lower within one server process).", lID, lRole)
+	descOrphanStats      = sdk.NewDesc("ernic_orphan_stats_files", sdk.Gauge, "<id>.stats files in the run directory whose id is not in instances.json (ignored, like ernic-exporter does).")
 )
 
-// Collector names: the collector label of ionic_collection_errors_total and
+// Collector names: the collector label of ernic_collection_errors_total and
 // of the partial errors sent to the host.
 const (
 	collectorManifest = "manifest" // instances.json unreadable or not valid JSON

@@ -26,7 +26,7 @@ type plugin struct {
 	mu    sync.Mutex // one collect at a time: the keeper and watch are shared state
 	keep  *keeper
 	watch *serverWatch
-	errs  sdk.CollectionErrors // ionic_collection_errors_total
+	errs  sdk.CollectionErrors // ernic_collection_errors_total
 }
 
 func newPlugin() *plugin {

@@ -44,7 +44,7 @@ func TestNoRunDirectory(t *testing.T) {
 	if len(res.Errors) != 0 {
 		t.Errorf("errors %v: a node without rocm-ernic is not a failure", res.Errors)
 	}
-	mustHave(t, text, "ernic_instances 0", "ernic_vms 0", "ionic_ernic_orphan_stats_files 0")
+	mustHave(t, text, "ernic_instances 0", "ernic_vms 0", "ernic_orphan_stats_files 0")
 }
 
 func TestManifestMissingOrCorrupt(t *testing.T) {
@@ -55,7 +55,7 @@ func TestManifestMissingOrCorrupt(t *testing.T) {
 		t.Errorf("missing manifest: errors %v", res.Errors)
 	}
 	// Without a manifest every .stats file is an orphan, ignored.
-	mustHave(t, text, "ernic_instances 0", "ionic_ernic_orphan_stats_files 3")
+	mustHave(t, text, "ernic_instances 0", "ernic_orphan_stats_files 3")
 	sdktest.Lacks(t, text, "ernic_commands_total")
 
 	for _, bad := range []string{`{"instances": [{"id": 1,`, `[1, 2]`, ``} {
@@ -65,7 +65,7 @@ func TestManifestMissingOrCorrupt(t *testing.T) {
 		if len(res.Errors) != 1 || res.Errors[0].GetCollector() != collectorManifest || !strings.Contains(res.Errors[0].GetMessage(), "instances.json") {
 			t.Errorf("%q: errors %v, want one manifest error naming the file", bad, res.Errors)
 		}
-		mustHave(t, text, "ernic_instances 0", `ionic_collection_errors_total{collector="manifest"} 1`)
+		mustHave(t, text, "ernic_instances 0", `ernic_collection_errors_total{collector="manifest"} 1`)
 	}
 }
 
@@ -91,7 +91,7 @@ func TestManifestOddEntries(t *testing.T) {
 		`ernic_vm_gpu_passthrough{ernic_id="3",role="worker"} 0`,
 		`ernic_commands_total{ernic_id="3",role="worker"} 88`,
 		`ernic_instance_up{ernic_id="None",role="worker",mac=""} 0`,
-		"ionic_ernic_orphan_stats_files 1") // 2.stats: its instance's id is the string "2"
+		"ernic_orphan_stats_files 1") // 2.stats: its instance's id is the string "2"
 	sdktest.Lacks(t, text, `ernic_commands_total{ernic_id="2"`, `ernic_vm_uptime_seconds{ernic_id="3"`)
 }
 
@@ -130,9 +130,9 @@ func TestStatsFileNames(t *testing.T) {
 	}
 	mustHave(t, text,
 		`ernic_commands_total{ernic_id="1",role="manager"} 1290`,
-		"ionic_ernic_orphan_stats_files 1",
+		"ernic_orphan_stats_files 1",
 		`ernic_instance_up{ernic_id="3",role="worker",mac="c2:09:5b:e4:31:7f"} 0`)
-	sdktest.Lacks(t, text, `ernic_commands_total{ernic_id="3"`, `ionic_ernic_stats_torn_reads_total{ernic_id="3"`)
+	sdktest.Lacks(t, text, `ernic_commands_total{ernic_id="3"`, `ernic_stats_torn_reads_total{ernic_id="3"`)
 }
 
 // TestTruncatedFirstRead: a file caught empty or half-written before any
@@ -150,15 +150,15 @@ func TestTruncatedFirstRead(t *testing.T) {
 		t.Errorf("errors %v", res.Errors)
 	}
 	mustHave(t, text,
-		`ionic_ernic_stats_torn_reads_total{ernic_id="1",role="manager"} 1`,
-		`ionic_ernic_stats_torn_reads_total{ernic_id="2",role="worker"} 1`,
+		`ernic_stats_torn_reads_total{ernic_id="1",role="manager"} 1`,
+		`ernic_stats_torn_reads_total{ernic_id="2",role="worker"} 1`,
 		`ernic_instance_up{ernic_id="1",role="manager",mac="a6:3f:0c:91:5e:27"} 1`)
 	sdktest.Lacks(t, text, `ernic_commands_total{ernic_id="1"`, `ernic_commands_total{ernic_id="2"`, `ernic_qp_count{ernic_id="1"`)
 
 	edit(t, root, "run/rocm-ernic/1.stats", one)
 	text = sdktest.Collect(t, c, 0).Text(t)
 	mustHave(t, text, `ernic_commands_total{ernic_id="1",role="manager"} 1290`,
-		`ionic_ernic_stats_torn_reads_total{ernic_id="1",role="manager"} 1`)
+		`ernic_stats_torn_reads_total{ernic_id="1",role="manager"} 1`)
 }
 
 // TestMalformedLines: a complete file with broken lines is exported with
@@ -177,7 +177,7 @@ func TestMalformedLines(t *testing.T) {
 		t.Errorf("errors %v", res.Errors)
 	}
 	mustHave(t, res.Text(t), `ernic_commands_total{ernic_id="1",role="manager"} 1290`,
-		`ionic_ernic_stats_torn_reads_total{ernic_id="1",role="manager"} 1`)
+		`ernic_stats_torn_reads_total{ernic_id="1",role="manager"} 1`)
 
 	// On a first read, the same file exports as the original would.
 	p, opts, root = runDirPlugin(t, "testdata/ernic-run.ttar")
@@ -242,14 +242,14 @@ func TestServerRestart(t *testing.T) {
 	restarted := strings.NewReplacer("Write count : 2210", "Write count : 3", "commands                : 644", "commands                : 2").Replace(string(two))
 	edit(t, root, "run/rocm-ernic/2.stats", []byte(restarted))
 	mustHave(t, sdktest.Collect(t, c, 0).Text(t), `ernic_stats_writes_total{ernic_id="2",role="worker"} 2210`,
-		`ionic_ernic_stats_torn_reads_total{ernic_id="2",role="worker"} 1`)
+		`ernic_stats_torn_reads_total{ernic_id="2",role="worker"} 1`)
 
 	manifest, _ := os.ReadFile(filepath.Join(root, "run/rocm-ernic/instances.json"))
 	edit(t, root, "run/rocm-ernic/instances.json", []byte(strings.Replace(string(manifest), `"pid": 2102`, `"pid": 2201`, 1)))
 	mustHave(t, sdktest.Collect(t, c, 0).Text(t),
 		`ernic_stats_writes_total{ernic_id="2",role="worker"} 3`,
 		`ernic_commands_total{ernic_id="2",role="worker"} 2`,
-		`ionic_ernic_stats_torn_reads_total{ernic_id="2",role="worker"} 1`)
+		`ernic_stats_torn_reads_total{ernic_id="2",role="worker"} 1`)
 }
 
 // TestVMUptimeFromItsProcess: an attached VM without launched_at (as
