@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -29,7 +28,7 @@ func startAll(fl *fleet.Fleet) error {
 }
 
 // listPlugins implements `plexporter plugins`.
-func listPlugins(fl *fleet.Fleet, filter *metricfilter.Filter, maxLabelLen int, log *slog.Logger) int {
+func listPlugins(fl *fleet.Fleet, filter *metricfilter.Filter, maxLabelLen int) int {
 	if err := startAll(fl); err != nil {
 		fmt.Fprintln(os.Stderr, "plexporter:", err)
 		return 1

@@ -251,7 +251,7 @@ func run(args []string) int {
 
 	switch cmd {
 	case pluginsCmd.FullCommand():
-		return listPlugins(fl, filter, f.maxLabelLen, log)
+		return listPlugins(fl, filter, f.maxLabelLen)
 	case metricsCmd.FullCommand():
 		return listMetrics(fl, f.markdown)
 	case serve.FullCommand():
