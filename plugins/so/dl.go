@@ -9,13 +9,16 @@ package main
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include "plexporter_collector.h"
+#include "stage.h"
 
 // The Go exports of emit.go (cgo generates their prototypes without const).
-extern int soEmitSample(uintptr_t ctx, uint32_t family, char **lv, uint32_t n, double value);
-extern int soEmitHistogram(uintptr_t ctx, uint32_t family, char **lv, uint32_t n, double *bounds,
+extern int soEmitSample(struct so_stage *s, uint32_t family, char **lv, uint32_t n, double value);
+extern int soEmitHistogram(struct so_stage *s, uint32_t family, char **lv, uint32_t n, double *bounds,
                            uint64_t *cumulative, uint32_t nb, uint64_t count, double sum);
-extern void soEmitError(uintptr_t ctx, char *msg);
+extern void soEmitError(struct so_stage *s, char *msg);
+extern void soStageFlush(struct so_stage *s);
 extern void soLibraryThread(uintptr_t lib);
 
 // Address space, not memory: RLIMIT_DATA counts every thread's whole stack,
@@ -68,25 +71,64 @@ static const struct plexporter_collector_info *so_call_info(void *f) { return ((
 static int so_call_configure(void *f, const char *json, char **err) { return ((so_configure_fn)f)(json, err); }
 static void so_call_free(void *f, void *p) { ((so_free_fn)f)(p); }
 
-// The emitter's functions: trampolines to the Go exports (whose generated
-// prototypes have no const).
+// The emitter's functions. sample() stages what the catalogue admits
+// (stage.h) and calls into Go only when the stage is full; everything else
+// (a refusal, a stopped collect, another thread, histograms, errors) takes
+// the direct path into Go, which drains the stage first, so the Writer sees
+// every sample in the order it was emitted and each refusal is answered,
+// and counted, by the same Go code as before.
 static int so_emit_sample(void *ctx, uint32_t family, const char *const *lv, uint32_t n, double value) {
-	return soEmitSample((uintptr_t)ctx, family, (char **)lv, n, value);
+	struct so_stage *s = ctx;
+	if (n > 64 || __atomic_load_n(&s->stopped, __ATOMIC_ACQUIRE) || !pthread_equal(pthread_self(), s->thread) ||
+	    family >= s->n_families || s->kind[family] != n || (n > 0 && lv == NULL))
+		return soEmitSample(s, family, (char **)lv, n, value);
+	uint32_t len[64]; // n <= maxLabels: kind[] holds nothing larger
+	size_t total = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t l = lv[i] ? strlen(lv[i]) : 0;
+		if (l > SO_STAGE_BYTES)
+			return soEmitSample(s, family, (char **)lv, n, value);
+		len[i] = (uint32_t)l;
+		total += l;
+	}
+	if (total > SO_STAGE_BYTES)
+		return soEmitSample(s, family, (char **)lv, n, value);
+	if (s->n == SO_STAGE_SAMPLES || s->nlens + n > SO_STAGE_LABELS || s->nbytes + total > SO_STAGE_BYTES) {
+		soStageFlush(s);
+		if (__atomic_load_n(&s->stopped, __ATOMIC_ACQUIRE))
+			return soEmitSample(s, family, (char **)lv, n, value);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		memcpy(s->bytes + s->nbytes, lv[i] ? lv[i] : "", len[i]);
+		s->nbytes += len[i];
+		s->lens[s->nlens++] = len[i];
+	}
+	struct so_entry *e = &s->entries[s->n];
+	e->family = family;
+	e->lens_end = s->nlens;
+	e->bytes_end = s->nbytes;
+	e->value = value;
+	__atomic_store_n(&s->n, s->n + 1, __ATOMIC_RELEASE);
+	return PLEXPORTER_EMIT_OK;
 }
 static int so_emit_histogram(void *ctx, uint32_t family, const char *const *lv, uint32_t n,
                              const double *bounds, const uint64_t *cumulative, uint32_t nb,
                              uint64_t count, double sum) {
-	return soEmitHistogram((uintptr_t)ctx, family, (char **)lv, n, (double *)bounds, (uint64_t *)cumulative, nb, count, sum);
+	return soEmitHistogram(ctx, family, (char **)lv, n, (double *)bounds, (uint64_t *)cumulative, nb, count, sum);
 }
-static void so_emit_error(void *ctx, const char *msg) { soEmitError((uintptr_t)ctx, (char *)msg); }
+static void so_emit_error(void *ctx, const char *msg) { soEmitError(ctx, (char *)msg); }
 
 static const struct plexporter_emitter so_emitter = {
 	PLEXPORTER_COLLECTOR_ABI_VERSION, so_emit_sample, so_emit_histogram, so_emit_error,
 };
 
-static int so_call_collect(void *f, uintptr_t ctx, int64_t deadline) {
-	return ((so_collect_fn)f)(&so_emitter, (void *)ctx, deadline);
+// so_call_collect runs a collect with s, emptied, as the emitter's ctx.
+static int so_call_collect(void *f, struct so_stage *s, int64_t deadline) {
+	s->thread = pthread_self();
+	return ((so_collect_fn)f)(&so_emitter, s, deadline);
 }
+
+static struct so_stage *so_new_stage(void) { return calloc(1, sizeof(struct so_stage)); }
 
 // Label name i of a family, or NULL when the family has no array of them.
 static const char *so_label(const struct plexporter_family *f, uint32_t i) {
@@ -105,6 +147,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/plexporter/plexporter/sdk"
 )
 
 // dlLibrary is a shared object loaded with dlopen. Every call into it runs
@@ -116,6 +160,7 @@ type dlLibrary struct {
 	abi, info, configure, collect, free unsafe.Pointer
 	calls                               chan func()
 	desc                                collectorInfo
+	stage                               *cStage // the emitter's, made for the first relay
 }
 
 // openLibrary loads the collector at path and checks its ABI version.
@@ -260,18 +305,44 @@ func (l *dlLibrary) Configure(json string) error {
 }
 
 // Collect calls the library's collect with a CLOCK_MONOTONIC deadline and
-// r behind the emitter's ctx.
+// r's stage behind the emitter's ctx, and drains the stage when it returns.
 func (l *dlLibrary) Collect(r *relay, deadline time.Time) error {
-	h := cgo.NewHandle(r)
-	defer h.Delete()
+	st := l.stageFor(r)
 	var rc C.int
 	l.do(func() {
-		rc = C.so_call_collect(l.collect, C.uintptr_t(h), C.int64_t(monotonic(deadline)))
+		rc = C.so_call_collect(l.collect, st.c, C.int64_t(monotonic(deadline)))
+		st.flush()
 	})
 	if rc != 0 {
 		return fmt.Errorf("collect failed (plexporter_collector_collect returned %d)", rc)
 	}
 	return nil
+}
+
+// stageFor returns the stage the emitter fills for r, made on r's first
+// collect; the plugin has one relay for the life of the process. A stage
+// is never freed: a collect the plugin gave up on may still be writing it.
+func (l *dlLibrary) stageFor(r *relay) *cStage {
+	if l.stage != nil && l.stage.r == r {
+		return l.stage
+	}
+	c := C.so_new_stage()
+	if c == nil {
+		panic("plexporter-so: out of memory for the emitter's stage")
+	}
+	c.relay = C.uintptr_t(cgo.NewHandle(r))
+	c.n_families = C.uint32_t(len(r.descs))
+	for i, d := range r.descs {
+		c.kind[i] = C.SO_STAGE_NOT_VALUE
+		if d.Type != sdk.Histogram {
+			c.kind[i] = C.uint8_t(len(d.Labels))
+		}
+	}
+	l.stage = &cStage{c: c, r: r}
+	r.mu.Lock()
+	r.stage = l.stage
+	r.mu.Unlock()
+	return l.stage
 }
 
 // monotonic converts a wall-clock deadline to CLOCK_MONOTONIC nanoseconds,

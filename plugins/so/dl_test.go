@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/plexporter/plexporter/sdk"
 	"github.com/plexporter/plexporter/sdk/sdktest"
@@ -85,4 +89,55 @@ func TestGoCSharedCollector(t *testing.T) {
 	sdktest.Refuses(t, newPlugin, sdk.Paths{}, []sdktest.Refusal{
 		{Raw: map[string]any{"library": so, "collector": map[string]any{"label": 1}}, Key: "collector", Detail: "gocollector settings: json: cannot unmarshal number"},
 	})
+}
+
+// The emitter stages samples in C and relays them in bulk (stage.h): more
+// samples than a stage holds all arrive, in order, each with its own label
+// values, and the histogram that takes the direct path comes after them.
+func TestCollectsAcrossStages(t *testing.T) {
+	const n = 3*4096 + 7 // SO_STAGE_SAMPLES
+	so := testSO(t, t.TempDir(), "series")
+	res := sdktest.Run(t, newPlugin(), sdktest.Options{Config: map[string]any{
+		"library": so, "collector": map[string]any{"series": n},
+	}})
+	got := 0
+	for _, mf := range res.Families(t) {
+		switch mf.GetName() {
+		case "test_series_value":
+			for _, m := range mf.GetMetric() {
+				l := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					l[lp.GetName()] = lp.GetValue()
+				}
+				i := int(m.GetGauge().GetValue())
+				if l["series"] != fmt.Sprintf("s%d", i) || l["shard"] != fmt.Sprintf("h%d", i%64) {
+					t.Fatalf("sample %d has labels %v", i, l)
+				}
+				got++
+			}
+		case "test_latency_seconds":
+			if h := mf.GetMetric()[0].GetHistogram(); h.GetSampleCount() != 4 || h.GetSampleSum() != 2.5 {
+				t.Errorf("histogram = %v", h)
+			}
+		}
+	}
+	if got != n {
+		t.Errorf("%d test_series_value samples, want %d", got, n)
+	}
+	sdktest.Contains(t, res.Text(t), "test_collects_total 1", `so_collection_errors_total{collector="series"} 0`)
+}
+
+// What a collect staged before the plugin gave up on it is sent: hang.c
+// emits one sample and never returns. (Its thread sleeps in this test
+// process until the process exits; the plugin's exit is a stub.)
+func TestGivenUpCollectKeepsStagedSamples(t *testing.T) {
+	so := testSO(t, t.TempDir(), "hang")
+	p := newPlugin()
+	p.exit = func(string) {}
+	c := sdktest.Client(t, p, sdktest.Options{Config: map[string]any{"library": so}})
+	res := sdktest.Collect(t, c, 2*time.Second)
+	if status.Code(res.Status) != codes.Aborted {
+		t.Fatalf("collect status %v, want ABORTED (given up on)", res.Status)
+	}
+	sdktest.Contains(t, res.Text(t), "hang_before_hanging 1", `so_collection_errors_total{collector="hang"} 1`)
 }

@@ -3,21 +3,26 @@
 package main
 
 // #include <stdint.h>
+// #include "stage.h"
 import "C"
 
 import (
 	"runtime/cgo"
+	"sync/atomic"
 	"unsafe"
 )
 
-// The emitter's functions (struct plexporter_emitter), called by the
-// library on its thread during a collect with the relay's handle as ctx.
+// The emitter's direct paths into Go (dl.go's so_emit_*), called by the
+// library during a collect with the relay's stage as ctx. Each drains the
+// stage first, so that what it writes or refuses comes after the samples
+// staged before it.
 
 //export soEmitSample
-func soEmitSample(ctx C.uintptr_t, family C.uint32_t, lv **C.char, n C.uint32_t, value C.double) C.int {
-	r := cgo.Handle(ctx).Value().(*relay)
+func soEmitSample(s *C.struct_so_stage, family C.uint32_t, lv **C.char, n C.uint32_t, value C.double) C.int {
+	r := cgo.Handle(s.relay).Value().(*relay)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.drainLocked()
 	d, res := r.admit(uint32(family), int(n), false)
 	if res != emitOK {
 		return C.int(res)
@@ -27,10 +32,11 @@ func soEmitSample(ctx C.uintptr_t, family C.uint32_t, lv **C.char, n C.uint32_t,
 }
 
 //export soEmitHistogram
-func soEmitHistogram(ctx C.uintptr_t, family C.uint32_t, lv **C.char, n C.uint32_t, bounds *C.double, cumulative *C.uint64_t, nb C.uint32_t, count C.uint64_t, sum C.double) C.int {
-	r := cgo.Handle(ctx).Value().(*relay)
+func soEmitHistogram(s *C.struct_so_stage, family C.uint32_t, lv **C.char, n C.uint32_t, bounds *C.double, cumulative *C.uint64_t, nb C.uint32_t, count C.uint64_t, sum C.double) C.int {
+	r := cgo.Handle(s.relay).Value().(*relay)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.drainLocked()
 	d, res := r.admit(uint32(family), int(n), true)
 	if res != emitOK {
 		return C.int(res)
@@ -46,15 +52,106 @@ func soEmitHistogram(ctx C.uintptr_t, family C.uint32_t, lv **C.char, n C.uint32
 }
 
 //export soEmitError
-func soEmitError(ctx C.uintptr_t, msg *C.char) {
-	r := cgo.Handle(ctx).Value().(*relay)
+func soEmitError(s *C.struct_so_stage, msg *C.char) {
+	r := cgo.Handle(s.relay).Value().(*relay)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.drainLocked()
 	if msg == nil {
 		r.reportError("the collector reported an error without a message")
 		return
 	}
 	r.reportError(C.GoString(msg))
+}
+
+// soStageFlush drains a full stage and empties it: called by the emitter's
+// sample() on the library's thread, the stage's only producer.
+//
+//export soStageFlush
+func soStageFlush(s *C.struct_so_stage) {
+	r := cgo.Handle(s.relay).Value().(*relay)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.stage.(*cStage)
+	st.drain()
+	st.reset()
+}
+
+// cStage is the emitter's stage (stage.h) for relay r.
+type cStage struct {
+	c *C.struct_so_stage
+	r *relay
+}
+
+// drain writes the samples staged since the last drain to the relay's
+// Writer, or drops them when the collect was given up on (the Writer is
+// gone: nothing more is taken); the relay's mu is held. It may run on
+// another thread than the producer's, which goes on writing past the
+// published entries.
+func (st *cStage) drain() {
+	s, r := st.c, st.r
+	n := atomic.LoadUint32((*uint32)(unsafe.Pointer(&s.n)))
+	from := uint32(s.done)
+	if from >= n {
+		return
+	}
+	entries := s.entries[from:n]
+	last := &entries[len(entries)-1]
+	if r.w != nil {
+		// One allocation for the label values of every drained sample: the
+		// strings share it, and nothing writes it after this copy (the
+		// Writer's encoder keeps them until its batch is sent).
+		var slab []byte
+		if b := int(last.bytes_end - s.done_bytes); b > 0 {
+			slab = make([]byte, b)
+			copy(slab, unsafe.Slice((*byte)(unsafe.Pointer(&s.bytes[s.done_bytes])), b))
+		}
+		lens := s.lens[s.done_lens:last.lens_end]
+		li, at := 0, 0
+		for i := range entries {
+			e := &entries[i]
+			d := r.descs[e.family] // family range, type and label count checked in C
+			lv := r.lv[:0]
+			for end := int(e.lens_end - s.done_lens); li < end; li++ {
+				l := int(lens[li])
+				v := ""
+				if l > 0 {
+					v = unsafe.String(&slab[at], l)
+					at += l
+				}
+				lv = append(lv, v)
+			}
+			r.lv = lv
+			r.write(d, float64(e.value), lv)
+		}
+	}
+	s.done, s.done_lens, s.done_bytes = C.uint32_t(n), last.lens_end, last.bytes_end
+}
+
+// reset empties the stage; only its producer calls it, inside a drain it
+// called itself or after collect returned.
+func (st *cStage) reset() {
+	s := st.c
+	s.n, s.nlens, s.nbytes, s.done, s.done_lens, s.done_bytes = 0, 0, 0, 0, 0, 0
+}
+
+// flush drains and empties the stage once collect has returned, on the
+// library's thread.
+func (st *cStage) flush() {
+	st.r.mu.Lock()
+	defer st.r.mu.Unlock()
+	st.drain()
+	st.reset()
+}
+
+// setStopped tells the emitter whether the collect was given up on: then
+// every sample takes the direct path, which answers emitStop.
+func (st *cStage) setStopped(stopped bool) {
+	v := uint32(0)
+	if stopped {
+		v = 1
+	}
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&st.c.stopped)), v)
 }
 
 // soLibraryThread is the library's thread (so_start_library_thread): a

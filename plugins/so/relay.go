@@ -46,6 +46,22 @@ type relay struct {
 	more     int // partial errors beyond maxErrorsPerCollect
 	lv       []string
 	interned map[string]string
+	stage    stage // the emitter's (cgo builds), from the first collect on
+}
+
+// stage is what the cgo emitter stages samples in between its calls into
+// Go (stage.h): the relay drains it before anything it writes or refuses
+// and when the collect is given up on.
+type stage interface {
+	drain()          // mu held
+	setStopped(bool) // mu held
+}
+
+// drainLocked writes what the emitter staged; mu is held.
+func (r *relay) drainLocked() {
+	if r.stage != nil {
+		r.stage.drain()
+	}
 }
 
 func newRelay(collector string, descs []*sdk.Desc) *relay {
@@ -58,6 +74,9 @@ func (r *relay) start(w *sdk.Writer) {
 	defer r.mu.Unlock()
 	r.w, r.refused, r.firstBad, r.more = w, 0, "", 0
 	clear(r.errs)
+	if r.stage != nil {
+		r.stage.setStopped(false)
+	}
 }
 
 // stop closes the collect: from here on every emit is answered emitStop.
@@ -67,6 +86,11 @@ func (r *relay) start(w *sdk.Writer) {
 func (r *relay) stop() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stage != nil {
+		// What was staged before the collect was given up on is taken.
+		r.stage.setStopped(true)
+		r.drainLocked()
+	}
 	n := len(r.errs)
 	if r.more > 0 {
 		r.w.Error(r.collector, fmt.Errorf("%d more partial errors in this collect", r.more))
