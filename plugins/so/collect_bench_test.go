@@ -6,6 +6,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"google.golang.org/protobuf/proto"
 
@@ -42,8 +45,19 @@ func BenchmarkCollect100k(b *testing.B) {
 		encoded += len(out)
 		return err
 	}
+	// cpu-ns/sample is the process's CPU time (user and system, every
+	// thread: the garbage collector's too) per sample, what issue 33's
+	// target is stated in; ns/sample is wall time.
+	cpu := func() time.Duration {
+		var ru unix.Rusage
+		if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 	run := func(b *testing.B, collect func(*sdk.Writer)) {
 		b.ReportAllocs()
+		cpu0 := cpu()
 		for b.Loop() {
 			w := sdktest.NewWriter(filter, "", send)
 			collect(w)
@@ -51,7 +65,9 @@ func BenchmarkCollect100k(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		used := cpu() - cpu0
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchSeries, "ns/sample")
+		b.ReportMetric(float64(used.Nanoseconds())/float64(b.N)/benchSeries, "cpu-ns/sample")
 	}
 
 	b.Run("so", func(b *testing.B) {

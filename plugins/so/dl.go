@@ -305,14 +305,26 @@ func (l *dlLibrary) Configure(json string) error {
 }
 
 // Collect calls the library's collect with a CLOCK_MONOTONIC deadline and
-// r's stage behind the emitter's ctx, and drains the stage when it returns.
+// r's stage behind the emitter's ctx, and drains the stage whenever the
+// emitter fills it and once collect returns.
 func (l *dlLibrary) Collect(r *relay, deadline time.Time) error {
 	st := l.stageFor(r)
 	var rc C.int
-	l.do(func() {
+	done := make(chan struct{})
+	l.calls <- func() {
 		rc = C.so_call_collect(l.collect, st.c, C.int64_t(monotonic(deadline)))
-		st.flush()
-	})
+		close(done)
+	}
+	for waiting := true; waiting; {
+		select {
+		case <-st.full:
+			st.empty()
+			st.emptied <- struct{}{}
+		case <-done:
+			st.empty()
+			waiting = false
+		}
+	}
 	if rc != 0 {
 		return fmt.Errorf("collect failed (plexporter_collector_collect returned %d)", rc)
 	}
@@ -338,7 +350,7 @@ func (l *dlLibrary) stageFor(r *relay) *cStage {
 			c.kind[i] = C.uint8_t(len(d.Labels))
 		}
 	}
-	l.stage = &cStage{c: c, r: r}
+	l.stage = &cStage{c: c, r: r, full: make(chan struct{}), emptied: make(chan struct{})}
 	r.mu.Lock()
 	r.stage = l.stage
 	r.mu.Unlock()

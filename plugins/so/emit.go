@@ -64,23 +64,33 @@ func soEmitError(s *C.struct_so_stage, msg *C.char) {
 	r.reportError(C.GoString(msg))
 }
 
-// soStageFlush drains a full stage and empties it: called by the emitter's
-// sample() on the library's thread, the stage's only producer.
+// soStageFlush hands a full stage to the goroutine waiting for the collect
+// (dlLibrary.Collect), which drains and empties it, and waits for that:
+// called by the emitter's sample() on the library's thread, the stage's
+// only producer. The Writer's work then runs on an ordinary goroutine, as
+// in a Go plugin, not on the library's locked thread, which hands its P
+// over and back each time the garbage collector makes it yield.
 //
 //export soStageFlush
 func soStageFlush(s *C.struct_so_stage) {
-	r := cgo.Handle(s.relay).Value().(*relay)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st := r.stage.(*cStage)
-	st.drain()
-	st.reset()
+	st := cgo.Handle(s.relay).Value().(*relay).stage.(*cStage)
+	st.full <- struct{}{}
+	<-st.emptied
 }
 
 // cStage is the emitter's stage (stage.h) for relay r.
 type cStage struct {
-	c *C.struct_so_stage
-	r *relay
+	c             *C.struct_so_stage
+	r             *relay
+	full, emptied chan struct{} // soStageFlush and the collect's goroutine
+}
+
+// empty drains the stage and empties it while its producer waits.
+func (st *cStage) empty() {
+	st.r.mu.Lock()
+	defer st.r.mu.Unlock()
+	st.drain()
+	st.reset()
 }
 
 // drain writes the samples staged since the last drain to the relay's
@@ -128,20 +138,11 @@ func (st *cStage) drain() {
 	s.done, s.done_lens, s.done_bytes = C.uint32_t(n), last.lens_end, last.bytes_end
 }
 
-// reset empties the stage; only its producer calls it, inside a drain it
-// called itself or after collect returned.
+// reset empties the stage; only while its producer waits (in
+// soStageFlush, or collect has returned).
 func (st *cStage) reset() {
 	s := st.c
 	s.n, s.nlens, s.nbytes, s.done, s.done_lens, s.done_bytes = 0, 0, 0, 0, 0, 0
-}
-
-// flush drains and empties the stage once collect has returned, on the
-// library's thread.
-func (st *cStage) flush() {
-	st.r.mu.Lock()
-	defer st.r.mu.Unlock()
-	st.drain()
-	st.reset()
 }
 
 // setStopped tells the emitter whether the collect was given up on: then
