@@ -20,7 +20,8 @@ import (
 
 // These tests load real shared objects into the test process, so only
 // well-behaved ones: the crashing, hanging and leaking collectors run under
-// the real host (host_test.go).
+// the real host (host_test.go). One exception, hang.c in
+// TestGivenUpCollectKeepsStagedSamples: its thread sleeps, harmless.
 
 func TestCollectsFromACCollector(t *testing.T) {
 	so := testSO(t, t.TempDir(), "series")
