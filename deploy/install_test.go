@@ -50,11 +50,7 @@ func TestInstall(t *testing.T) {
 	for _, p := range shipped(t) {
 		names = append(names, "plexporter-plugin-"+p)
 	}
-	for _, n := range names {
-		if out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", n).Output(); err == nil && len(out) > 0 && !strings.Contains(string(out), "not-installed") {
-			t.Fatalf("%s is installed already (%s); the test installs and purges it", n, out)
-		}
-	}
+	purgeLeftovers(t, names)
 
 	if _, err := user.Lookup("plexporter"); err != nil {
 		t.Cleanup(func() { removeIdleUser(t) })
@@ -198,6 +194,31 @@ func dpkgPurge(t *testing.T, names []string) {
 	t.Helper()
 	if out, err := exec.Command("dpkg", append([]string{"--purge"}, names...)...).CombinedOutput(); err != nil {
 		t.Errorf("dpkg --purge: %v\n%s", err, out)
+	}
+}
+
+// purgeLeftovers refuses to run over a plexporter that is installed, unless
+// every installed one is a build from a source tree (version 0.0.0~git…,
+// what `make package` makes): that is what an earlier run of this test
+// leaves when it is killed between dpkg -i and its cleanup, and on a
+// machine saved and reused after such a kill, the test would otherwise
+// fail for ever. A release is never purged.
+func purgeLeftovers(t *testing.T, names []string) {
+	t.Helper()
+	var leftovers []string
+	for _, n := range names {
+		out, err := exec.Command("dpkg-query", "-W", "-f=${Status} ${Version}", n).Output()
+		if err != nil || len(out) == 0 || strings.Contains(string(out), "not-installed") {
+			continue
+		}
+		if !strings.Contains(string(out), "~git") {
+			t.Fatalf("%s is installed already (%s) and is not a build of this tree; the test installs and purges it, so it will not run here", n, out)
+		}
+		leftovers = append(leftovers, n)
+	}
+	if len(leftovers) > 0 {
+		t.Logf("purging what an interrupted earlier run left installed: %s", strings.Join(leftovers, " "))
+		dpkgPurge(t, leftovers)
 	}
 }
 
