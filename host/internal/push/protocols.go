@@ -71,27 +71,41 @@ var rw2Types = map[pluginv1.MetricType]writev2.Metadata_MetricType{
 
 // encodeRW2 is a remote write 2.0 request: one symbols table for the
 // request's strings, each series with its labels, one sample and its
-// family's metadata (type, help, unit). p.mu is held.
+// family's metadata (type, help, unit). The request's messages and label
+// references are allocated together, a few slices a request rather than
+// several objects a series. p.mu is held.
 func (p *Pusher) encodeRW2(b *snapshot, n int) *writev2.Request {
 	st := writev2.NewSymbolTable()
 	ids, values := b.ids[b.done:b.done+n], b.values[b.done:b.done+n]
 	req := &writev2.Request{Timeseries: make([]*writev2.TimeSeries, n)}
+	series := make([]writev2.TimeSeries, n)
 	samples := make([]writev2.Sample, n)
+	samplePtrs := make([]*writev2.Sample, n)
 	mds := make([]writev2.Metadata, n)
+	nrefs := 0
+	for _, id := range ids {
+		nrefs += 2 * len(p.tab.labels[id])
+	}
+	refs := make([]uint32, 0, nrefs)
+	var fam *famMeta // the last series' family, and its help and unit refs
+	var helpRef, unitRef uint32
 	for i, id := range ids {
-		ls := p.tab.labels[id]
-		refs := make([]uint32, 0, 2*len(ls))
-		for _, l := range ls {
+		start := len(refs)
+		for _, l := range p.tab.labels[id] {
 			refs = append(refs, st.Symbolize(l.Name), st.Symbolize(l.Value))
 		}
 		md := &mds[i]
 		if f := p.tab.info[id].fam; f != nil {
-			md.Type = rw2Types[f.typ]
-			md.HelpRef = st.Symbolize(f.help)
-			md.UnitRef = st.Symbolize(f.unit)
+			if f != fam {
+				fam, helpRef, unitRef = f, st.Symbolize(f.help), st.Symbolize(f.unit)
+			}
+			md.Type, md.HelpRef, md.UnitRef = rw2Types[f.typ], helpRef, unitRef
 		}
 		samples[i].Value, samples[i].Timestamp = values[i], b.ts
-		req.Timeseries[i] = &writev2.TimeSeries{LabelsRefs: refs, Samples: []*writev2.Sample{&samples[i]}, Metadata: md}
+		samplePtrs[i] = &samples[i]
+		ts := &series[i]
+		ts.LabelsRefs, ts.Samples, ts.Metadata = refs[start:len(refs):len(refs)], samplePtrs[i:i+1:i+1], md
+		req.Timeseries[i] = ts
 	}
 	req.Symbols = st.Symbols()
 	return req
