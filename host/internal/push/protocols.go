@@ -24,6 +24,7 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/plexporter/plexporter/host/internal/config"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
@@ -139,7 +140,6 @@ const noRecordedValue = uint32(metricspb.DataPointFlags_DATA_POINT_FLAGS_NO_RECO
 // otlpPoint gathers a histogram's or a summary's series into one data
 // point.
 type otlpPoint struct {
-	attrs      []*commonpb.KeyValue
 	bounds     []float64 // histogram: the le of each bucket, +Inf last
 	cum        []float64 // histogram: cumulative counts; summary: quantile values
 	sum, count float64
@@ -209,15 +209,17 @@ func (p *Pusher) encodeOTLP(b *snapshot, n int) *colmetricpb.ExportMetricsServic
 			}
 			pt := points[key.String()]
 			if pt == nil {
-				pt = &otlpPoint{attrs: p.attrsOf(id, in.role)}
+				pt = &otlpPoint{}
 				points[key.String()] = pt
 				pointOrder = append(pointOrder, pt)
 				if h, ok := d.(*metricspb.Metric_Histogram); ok {
-					pt.hist = &metricspb.HistogramDataPoint{Attributes: pt.attrs, TimeUnixNano: tsNano}
+					pt.hist = &metricspb.HistogramDataPoint{TimeUnixNano: tsNano}
+					pt.hist.ProtoReflect().SetUnknown(p.attrsOf(id, in.role, pointHistogram))
 					h.Histogram.DataPoints = append(h.Histogram.DataPoints, pt.hist)
 				} else {
 					s := d.(*metricspb.Metric_Summary)
-					pt.summ = &metricspb.SummaryDataPoint{Attributes: pt.attrs, TimeUnixNano: tsNano}
+					pt.summ = &metricspb.SummaryDataPoint{TimeUnixNano: tsNano}
+					pt.summ.ProtoReflect().SetUnknown(p.attrsOf(id, in.role, pointSummary))
 					s.Summary.DataPoints = append(s.Summary.DataPoints, pt.summ)
 				}
 			}
@@ -278,23 +280,52 @@ func (pt *otlpPoint) finish() {
 }
 
 func (p *Pusher) numberPoint(id uint32, tsNano uint64, v float64, stale bool) *metricspb.NumberDataPoint {
-	dp := &metricspb.NumberDataPoint{Attributes: p.attrsOf(id, roleValue), TimeUnixNano: tsNano, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: v}}
+	dp := &metricspb.NumberDataPoint{TimeUnixNano: tsNano, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: v}}
+	dp.ProtoReflect().SetUnknown(p.attrsOf(id, roleValue, pointNumber))
 	if stale {
 		dp.Flags = noRecordedValue
 	}
 	return dp
 }
 
-// attrsOf returns series id's data point attributes, made once and kept
-// in the table while the series is (requests share them read-only).
-// p.mu is held.
-func (p *Pusher) attrsOf(id uint32, role uint8) []*commonpb.KeyValue {
+// Kinds of OTLP data points, whose attributes are different fields.
+const (
+	pointNumber uint8 = iota
+	pointHistogram
+	pointSummary
+)
+
+// attrsOf returns series id's data point attributes, for a data point of
+// kind, as the protobuf encoding of that data point with its attributes
+// alone (proto.Marshal's), made once and kept in the table while the
+// series is. A data point carries them as its unknown fields, which
+// proto.Marshal writes out as they are: the receiver reads its attributes
+// field; the request's marshal does not encode every attribute's KeyValue
+// and AnyValue again, push after push (requests share the bytes
+// read-only). p.mu is held.
+func (p *Pusher) attrsOf(id uint32, role, kind uint8) protoreflect.RawFields {
 	t := p.tab
 	if int(id) >= len(t.attrs) {
-		t.attrs = append(t.attrs, make([][]*commonpb.KeyValue, int(id)+1-len(t.attrs))...)
+		n := int(id) + 1 - len(t.attrs)
+		t.attrs, t.attrsFor = append(t.attrs, make([]protoreflect.RawFields, n)...), append(t.attrsFor, make([]uint8, n)...)
 	}
-	if t.attrs[id] == nil {
-		t.attrs[id] = p.attributes(t.labels[id], role)
+	if tag := 1 + kind<<4 + role; t.attrsFor[id] != tag {
+		attrs := p.attributes(t.labels[id], role)
+		var m proto.Message
+		switch kind {
+		case pointHistogram:
+			m = &metricspb.HistogramDataPoint{Attributes: attrs}
+		case pointSummary:
+			m = &metricspb.SummaryDataPoint{Attributes: attrs}
+		default:
+			m = &metricspb.NumberDataPoint{Attributes: attrs}
+		}
+		raw, err := proto.Marshal(m)
+		if err != nil { // strings are valid UTF-8 (the guard's check)
+			p.log.Error("push: cannot encode a series' OTLP attributes; the data point goes without them", "labels", t.labels[id], "err", err)
+			raw = nil
+		}
+		t.attrs[id], t.attrsFor[id] = raw, tag
 	}
 	return t.attrs[id]
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/plexporter/plexporter/internal/guard"
 	"github.com/plexporter/plexporter/internal/wire"
@@ -41,8 +41,11 @@ type table struct {
 	// yet) and the last value sent.
 	start []int64
 	prev  []float64
-	attrs [][]*commonpb.KeyValue // by id, OTLP: its data point's attributes (nil: not made yet)
-	free  []uint32
+	// By id, OTLP: its data point's attributes, encoded (attrsOf), and
+	// the kind of data point and role they were made for (0: not made).
+	attrs    []protoreflect.RawFields
+	attrsFor []uint8
+	free     []uint32
 }
 
 // famMeta is a family's metadata, once per family (interned).
@@ -139,7 +142,7 @@ func (t *table) release(ids []uint32) {
 				t.info[id], t.start[id], t.prev[id] = seriesInfo{}, 0, 0
 			}
 			if int(id) < len(t.attrs) {
-				t.attrs[id] = nil
+				t.attrs[id], t.attrsFor[id] = nil, 0
 			}
 			t.free = append(t.free, id)
 		}
