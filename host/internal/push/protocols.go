@@ -74,31 +74,49 @@ var rw2Types = map[pluginv1.MetricType]writev2.Metadata_MetricType{
 // request's strings, each series with its labels, one sample and its
 // family's metadata (type, help, unit). The request's messages and label
 // references are allocated together, a few slices a request rather than
-// several objects a series. p.mu is held.
+// several objects a series. The symbols table is the table's interned
+// strings numbered for this request (symbols.symbolize), which does what
+// client_golang's writev2.SymbolsTable does with a map lookup of every
+// string; help and unit texts, not interned, go through such a table's
+// map, once per family. p.mu is held.
 func (p *Pusher) encodeRW2(b *snapshot, n int) *writev2.Request {
-	st := writev2.NewSymbolTable()
+	y := &p.tab.syms
 	ids, values := b.ids[b.done:b.done+n], b.values[b.done:b.done+n]
+	nrefs := 0
+	for _, id := range ids {
+		nrefs += len(p.tab.symsOf(id))
+	}
+	syms := y.request()
+	texts := map[string]uint32{"": 0} // help and unit
+	text := func(s string) uint32 {
+		if g, ok := y.byStr[s]; ok {
+			return y.symbolize(&syms, g)
+		}
+		r, ok := texts[s]
+		if !ok {
+			r = uint32(len(syms))
+			syms = append(syms, s)
+			texts[s] = r
+		}
+		return r
+	}
 	req := &writev2.Request{Timeseries: make([]*writev2.TimeSeries, n)}
 	series := make([]writev2.TimeSeries, n)
 	samples := make([]writev2.Sample, n)
 	samplePtrs := make([]*writev2.Sample, n)
 	mds := make([]writev2.Metadata, n)
-	nrefs := 0
-	for _, id := range ids {
-		nrefs += 2 * len(p.tab.labels[id])
-	}
 	refs := make([]uint32, 0, nrefs)
 	var fam *famMeta // the last series' family, and its help and unit refs
 	var helpRef, unitRef uint32
 	for i, id := range ids {
 		start := len(refs)
-		for _, l := range p.tab.labels[id] {
-			refs = append(refs, st.Symbolize(l.Name), st.Symbolize(l.Value))
+		for _, g := range y.of[id] {
+			refs = append(refs, y.symbolize(&syms, g))
 		}
 		md := &mds[i]
 		if f := p.tab.info[id].fam; f != nil {
 			if f != fam {
-				fam, helpRef, unitRef = f, st.Symbolize(f.help), st.Symbolize(f.unit)
+				fam, helpRef, unitRef = f, text(f.help), text(f.unit)
 			}
 			md.Type, md.HelpRef, md.UnitRef = rw2Types[f.typ], helpRef, unitRef
 		}
@@ -108,7 +126,7 @@ func (p *Pusher) encodeRW2(b *snapshot, n int) *writev2.Request {
 		ts.LabelsRefs, ts.Samples, ts.Metadata = refs[start:len(refs):len(refs)], samplePtrs[i:i+1:i+1], md
 		req.Timeseries[i] = ts
 	}
-	req.Symbols = st.Symbols()
+	req.Symbols = syms
 	return req
 }
 

@@ -46,6 +46,104 @@ type table struct {
 	attrs    []protoreflect.RawFields
 	attrsFor []uint8
 	free     []uint32
+	syms     symbols
+}
+
+// symbols interns the strings of the label sets remote write 2.0 sends,
+// each with a number (gid) and a count of the label sets that use it, so
+// that a request's symbols table is made by indexing, not by hashing every
+// label's name and value again, request after request.
+type symbols struct {
+	byStr map[string]uint32
+	str   []string // by gid
+	refs  []int32  // by gid
+	free  []uint32
+	of    [][]uint32 // by series id: the gids of its labels' names and values (nil: not made yet)
+	// A request's symbol of a gid is ref[gid] when stamp[gid] is the
+	// request's epoch.
+	stamp, ref []uint32
+	epoch      uint32
+}
+
+// intern returns the gid of s and holds it once more.
+func (y *symbols) intern(s string) uint32 {
+	g, ok := y.byStr[s]
+	if !ok {
+		if n := len(y.free); n > 0 {
+			g, y.free = y.free[n-1], y.free[:n-1]
+		} else {
+			g = uint32(len(y.str))
+			y.str, y.refs = append(y.str, ""), append(y.refs, 0)
+		}
+		y.str[g] = s
+		if y.byStr == nil {
+			y.byStr = map[string]uint32{}
+		}
+		y.byStr[s] = g
+	}
+	y.refs[g]++
+	return g
+}
+
+// symsOf returns the gids of series id's labels (name, value, ...),
+// interning them the first time. t is held by the pusher's lock.
+func (t *table) symsOf(id uint32) []uint32 {
+	y := &t.syms
+	if int(id) >= len(y.of) {
+		y.of = append(y.of, make([][]uint32, int(id)+1-len(y.of))...)
+	}
+	if y.of[id] == nil {
+		g := make([]uint32, 0, 2*len(t.labels[id]))
+		for _, l := range t.labels[id] {
+			g = append(g, y.intern(l.Name), y.intern(l.Value))
+		}
+		y.of[id] = g
+	}
+	return y.of[id]
+}
+
+// dropSyms lets go of series id's gids.
+func (y *symbols) dropSyms(id uint32) {
+	if int(id) >= len(y.of) {
+		return
+	}
+	for _, g := range y.of[id] {
+		if y.refs[g]--; y.refs[g] == 0 {
+			delete(y.byStr, y.str[g])
+			y.str[g] = ""
+			y.free = append(y.free, g)
+		}
+	}
+	y.of[id] = nil
+}
+
+// request starts a request's symbols table: the empty string first, as
+// remote write 2.0 requires.
+func (y *symbols) request() []string {
+	if len(y.stamp) < len(y.str) {
+		n := len(y.str) - len(y.stamp)
+		y.stamp, y.ref = append(y.stamp, make([]uint32, n)...), append(y.ref, make([]uint32, n)...)
+	}
+	if y.epoch++; y.epoch == 0 { // wrapped: no stamp may match a new epoch
+		clear(y.stamp)
+		y.epoch = 1
+	}
+	return []string{""}
+}
+
+// symbolize returns gid's number in the request's symbols table syms,
+// adding it the first time.
+func (y *symbols) symbolize(syms *[]string, g uint32) uint32 {
+	if y.stamp[g] != y.epoch {
+		y.stamp[g] = y.epoch
+		if s := y.str[g]; s == "" {
+			y.ref[g] = 0
+		} else {
+			y.ref[g] = uint32(len(*syms))
+			*syms = append(*syms, s)
+		}
+	}
+	return y.ref[g]
 }
 
 // famMeta is a family's metadata, once per family (interned).
@@ -141,6 +239,7 @@ func (t *table) release(ids []uint32) {
 			if int(id) < len(t.info) {
 				t.info[id], t.start[id], t.prev[id] = seriesInfo{}, 0, 0
 			}
+			t.syms.dropSyms(id)
 			if int(id) < len(t.attrs) {
 				t.attrs[id], t.attrsFor[id] = nil, 0
 			}

@@ -152,3 +152,44 @@ func TestFlattenLabelsMatchReference(t *testing.T) {
 		}
 	}
 }
+
+// TestSymbolsOfRequests: a request's symbols table has each string of its
+// series once, the empty string first and for empty values; a series let
+// go of frees the strings only it used, and a string interned later in
+// its place is named right in the next request.
+func TestSymbolsOfRequests(t *testing.T) {
+	tab := newTable()
+	a := tab.ref([]byte("a"), []prompb.Label{{Name: "__name__", Value: "m"}, {Name: "dev", Value: "a"}, {Name: "e", Value: ""}})
+	b := tab.ref([]byte("b"), []prompb.Label{{Name: "__name__", Value: "m"}, {Name: "dev", Value: "b"}})
+	request := func(ids ...uint32) []string {
+		for _, id := range ids {
+			tab.symsOf(id)
+		}
+		y := &tab.syms
+		syms := y.request()
+		var out []string
+		for _, id := range ids {
+			for _, g := range y.of[id] {
+				out = append(out, syms[y.symbolize(&syms, g)])
+			}
+		}
+		if syms[0] != "" || len(syms) != len(slices.Compact(slices.Sorted(slices.Values(syms)))) {
+			t.Errorf("symbols %q: not the empty string first, or a string twice", syms)
+		}
+		return out
+	}
+	if got := request(a, b); !slices.Equal(got, []string{"__name__", "m", "dev", "a", "e", "", "__name__", "m", "dev", "b"}) {
+		t.Fatalf("first request: %q", got)
+	}
+	tab.release([]uint32{a})
+	if _, ok := tab.syms.byStr["a"]; ok {
+		t.Fatalf("after a's release, a is still interned: %v", tab.syms.byStr)
+	}
+	if _, ok := tab.syms.byStr["m"]; !ok {
+		t.Fatalf("after a's release, b's m is gone: %v", tab.syms.byStr)
+	}
+	c := tab.ref([]byte("c"), []prompb.Label{{Name: "__name__", Value: "m"}, {Name: "dev", Value: "c"}})
+	if got := request(c, b); !slices.Equal(got, []string{"__name__", "m", "dev", "c", "__name__", "m", "dev", "b"}) {
+		t.Fatalf("after a freed string's reuse: %q", got)
+	}
+}
