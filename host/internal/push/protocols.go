@@ -176,6 +176,7 @@ type otlpPoint struct {
 func (p *Pusher) encodeOTLP(b *snapshot, n int) *colmetricpb.ExportMetricsServiceRequest {
 	ids, values := b.ids[b.done:b.done+n], b.values[b.done:b.done+n]
 	tsNano := uint64(b.ts) * uint64(time.Millisecond)
+	numbers := numberPoints{points: make([]metricspb.NumberDataPoint, 0, n), values: make([]metricspb.NumberDataPoint_AsDouble, 0, n)}
 	metrics := map[*famMeta]*metricspb.Metric{}
 	var order []*metricspb.Metric
 	points := map[string]*otlpPoint{}
@@ -208,9 +209,9 @@ func (p *Pusher) encodeOTLP(b *snapshot, n int) *colmetricpb.ExportMetricsServic
 		ls := p.tab.labels[id]
 		switch d := m.Data.(type) {
 		case *metricspb.Metric_Gauge:
-			d.Gauge.DataPoints = append(d.Gauge.DataPoints, p.numberPoint(id, tsNano, v, stale))
+			d.Gauge.DataPoints = append(d.Gauge.DataPoints, p.numberPoint(&numbers, id, tsNano, v, stale))
 		case *metricspb.Metric_Sum:
-			dp := p.numberPoint(id, tsNano, v, stale)
+			dp := p.numberPoint(&numbers, id, tsNano, v, stale)
 			dp.StartTimeUnixNano = uint64(p.tab.startOf(id, b.ts, v)) * uint64(time.Millisecond)
 			d.Sum.DataPoints = append(d.Sum.DataPoints, dp)
 		default: // a histogram's or a summary's series
@@ -297,8 +298,19 @@ func (pt *otlpPoint) finish() {
 	}
 }
 
-func (p *Pusher) numberPoint(id uint32, tsNano uint64, v float64, stale bool) *metricspb.NumberDataPoint {
-	dp := &metricspb.NumberDataPoint{TimeUnixNano: tsNano, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: v}}
+// numberPoints are a request's number data points and their values,
+// allocated together (a request has at most one a sample).
+type numberPoints struct {
+	points []metricspb.NumberDataPoint
+	values []metricspb.NumberDataPoint_AsDouble
+}
+
+func (p *Pusher) numberPoint(all *numberPoints, id uint32, tsNano uint64, v float64, stale bool) *metricspb.NumberDataPoint {
+	i := len(all.points)
+	all.points, all.values = all.points[:i+1], all.values[:i+1]
+	dp, val := &all.points[i], &all.values[i]
+	val.AsDouble = v
+	dp.TimeUnixNano, dp.Value = tsNano, val
 	dp.ProtoReflect().SetUnknown(p.attrsOf(id, roleValue, pointNumber))
 	if stale {
 		dp.Flags = noRecordedValue
