@@ -36,7 +36,8 @@ rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
 # devices rdma/rxe-devices checks and make lab-bench measures. A dummy's
 # carrier is up once the link is, so each port is ACTIVE; rping runs over
 # rxe0 only.
-[ "$LAB_RXE" -gt 1 ] && { modprobe dummy || fail "modprobe dummy"; }
+# numdummies=0: the module makes no dummy0 of its own.
+[ "$LAB_RXE" -gt 1 ] && { modprobe dummy numdummies=0 || fail "modprobe dummy"; }
 i=1
 while [ "$i" -lt "$LAB_RXE" ]; do
 	ip link add "dummy$((i - 1))" type dummy && ip link set "dummy$((i - 1))" up || fail "ip link add dummy$((i - 1)) type dummy"
