@@ -12,8 +12,11 @@ package main
 // exporters alternate in runs of at least -bench.min-run, medians of the
 // runs; at a pace both are scraped on one schedule, one scrape each per
 // round, half a period apart, a round's CPU from just before one scrape to
-// just before the next, means over the rounds. Under TCG the absolute
-// figures are the emulator's; the ratios are what this reports.
+// just before the next, means over the rounds. A third exporter on the
+// same schedule is the same host and plugin on a tmpfs copy of the
+// devices' sysfs directories: the plugin on the real kernel against the
+// plugin on the kind of tree the harness's fixtures are. Under TCG the
+// absolute figures are the emulator's; the ratios are what this reports.
 
 import (
 	"errors"
@@ -40,6 +43,8 @@ type benchOptions struct {
 const (
 	benchNEAddr   = "127.0.0.1:9886"
 	benchHostAddr = "127.0.0.1:9887"
+	benchCopyAddr = "127.0.0.1:9888"
+	snapshotRoot  = "/run/rxe-copy"
 	nodeExporter  = "/usr/bin/prometheus-node-exporter"
 	benchDir      = "/run/plexporter-bench"
 	benchOut      = "/mnt/host/out"
@@ -205,12 +210,36 @@ func runBench(o benchOptions, out string) error {
 	if !strings.Contains(pb, `plexporter_plugin_sandboxed{plugin="rdma"} 1`) {
 		return fmt.Errorf("the rdma plugin is not sandboxed (plexporter_plugin_sandboxed; out/bench-plexporter.log)")
 	}
+	// The third exporter, plexporter on a tmpfs copy of the same
+	// directories: not fatal when it cannot be made.
+	var snap *benchExporter
+	var snapErr error
+	var ss int
+	if err := snapshotSysfs(devs); err != nil {
+		snapErr = fmt.Errorf("copy the tree: %w", err)
+	} else if snap, snapErr = startBenchHostOn("plexporter-copy", benchCopyAddr, snapshotRoot+"/sys", snapshotRoot); snapErr == nil {
+		defer snap.stop()
+		sb, err := waitBody(snap, 300*time.Second, "rdma_port_info for every rxe device", hasDeviceSeries("rdma_port_info{", devs))
+		if err != nil {
+			snap.stop()
+			snap, snapErr = nil, err
+		} else {
+			ss = benchSeries(sb, "rdma_")
+		}
+	}
+	if snapErr != nil {
+		fmt.Fprintf(os.Stderr, "bench: no measurement on a tmpfs copy: %v\n", snapErr)
+	}
 	ne.refreshPids()
 	plex.refreshPids()
 	if len(plex.pids) < 2 {
 		return fmt.Errorf("the plexporter host has no plugin process below it (%v)", plex.pids)
 	}
 	es := []*benchExporter{plex, ne}
+	if snap != nil {
+		snap.refreshPids()
+		es = append(es, snap)
+	}
 	// Warm-up: two scrapes each, as the harness's compare.
 	for _, e := range es {
 		for range 2 {
@@ -247,6 +276,7 @@ func runBench(o benchOptions, out string) error {
 		counts   string
 		period   float64
 		P, N     [3]float64 // CPU, CPU of the main process, wall: seconds per scrape
+		S        [3]float64 // plexporter on the snapshot (zero without one)
 		bytesP   int64
 		headline bool
 	}
@@ -258,11 +288,15 @@ func runBench(o benchOptions, out string) error {
 	for _, p := range paces {
 		if p.every == 0 {
 			fmt.Fprintf(os.Stderr, "bench: back to back, %d runs of >= %v\n", o.runs, o.minRun)
-			P, N, err := benchBackToBack(es, o.runs, o.minRun)
+			c, err := benchBackToBack(es, o.runs, o.minRun)
 			if err != nil {
 				return err
 			}
-			rows = append(rows, row{p: p, counts: fmt.Sprintf("%d runs of ≥ %v", o.runs, o.minRun), P: P, N: N})
+			r := row{p: p, counts: fmt.Sprintf("%d runs of ≥ %v", o.runs, o.minRun), P: c[0], N: c[1]}
+			if snap != nil {
+				r.S = c[2]
+			}
+			rows = append(rows, r)
 			continue
 		}
 		rounds := o.scrapes
@@ -274,8 +308,12 @@ func runBench(o benchOptions, out string) error {
 		if err != nil {
 			return err
 		}
-		rows = append(rows, row{p: p, counts: fmt.Sprintf("%d rounds", rounds), period: (cells[0].period + cells[1].period) / 2,
-			P: cells[0].perScrape(), N: cells[1].perScrape(), headline: p.every == headline})
+		r := row{p: p, counts: fmt.Sprintf("%d rounds", rounds), period: (cells[0].period + cells[1].period) / 2,
+			P: cells[0].perScrape(), N: cells[1].perScrape(), headline: p.every == headline}
+		if snap != nil {
+			r.S = cells[2].perScrape()
+		}
+		rows = append(rows, r)
 	}
 	for _, e := range es {
 		if err := e.alive(); err != nil {
@@ -307,6 +345,22 @@ func runBench(o benchOptions, out string) error {
 	}
 	fmt.Fprintf(&b, "\nnode_exporter / plexporter CPU per scrape: %s. Load average in the guest (1, 5, 15 min) before: %s; after: %s.\n",
 		strings.Join(ratios, ", "), strings.Join(strings.Fields(string(load0))[:3], " "), strings.Join(strings.Fields(string(load1))[:3], " "))
+	if snap != nil {
+		fmt.Fprintf(&b, "\n**The same plugin on a file tree.** A third exporter on the same schedule: the installed host and rdma "+
+			"plugin again, `--path.sysfs=%s/sys`, a copy on tmpfs of the %d devices' sysfs directories made before the "+
+			"measurement (what the harness's fixture trees are: files, not kernfs; every attribute copied, an unreadable "+
+			"one as an empty file; the counters no longer move); %d `rdma_*` series.\n\n", snapshotRoot, len(devs), ss)
+		fmt.Fprintf(&b, "| pace | plexporter on sysfs CPU ms | plexporter on the tmpfs copy CPU ms | of it host | of it plugin | sysfs / copy CPU |\n|---|---|---|---|---|---|\n")
+		for _, r := range rows {
+			rt := "–"
+			if r.S[0] > 0 {
+				rt = fmt.Sprintf("%.2f×", r.P[0]/r.S[0])
+			}
+			fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.2f | %.2f | %s |\n", r.p.name, r.P[0]*1e3, r.S[0]*1e3, r.S[1]*1e3, (r.S[0]-r.S[1])*1e3, rt)
+		}
+	} else if snapErr != nil {
+		fmt.Fprintf(&b, "\nThe plugin on a tmpfs copy of the tree was not measured: %v\n", snapErr)
+	}
 	if out == "" {
 		fmt.Print(b.String())
 		return nil
@@ -317,9 +371,17 @@ func runBench(o benchOptions, out string) error {
 // startBenchHost runs the installed host with only the installed rdma
 // plugin and its shipped manifest, sandboxed (the default as root).
 func startBenchHost() (*benchExporter, error) {
-	plugins, run := filepath.Join(benchDir, "plugins"), filepath.Join(benchDir, "run")
-	os.RemoveAll(benchDir)
-	for _, d := range []string{benchDir, plugins, run} {
+	return startBenchHostOn("plexporter", benchHostAddr, "", "")
+}
+
+// startBenchHostOn is startBenchHost with --path.sysfs=sysfs and the tree
+// granted read-only on top of the manifest (as the harness grants its
+// trees), unless sysfs is "".
+func startBenchHostOn(name, addr, sysfs, tree string) (*benchExporter, error) {
+	dir := filepath.Join(benchDir, name)
+	plugins, run := filepath.Join(dir, "plugins"), filepath.Join(dir, "run")
+	os.RemoveAll(dir)
+	for _, d := range []string{benchDir, dir, plugins, run} {
 		// 0755 whatever the umask: the host trusts plugins only in
 		// directories nobody else can write.
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -334,13 +396,18 @@ func startBenchHost() (*benchExporter, error) {
 			return nil, err
 		}
 	}
-	config := filepath.Join(benchDir, "plexporter.yml")
-	if err := os.WriteFile(config, []byte("plugins:\n  rdma: {config: {optional_counters: false, qp_counters: false}}\n"), 0o644); err != nil {
+	config := filepath.Join(dir, "plexporter.yml")
+	cfg := "plugins:\n  rdma: {config: {optional_counters: false, qp_counters: false}}\n"
+	args := []string{"--plugin.sandbox", "--plugin.dir=" + plugins, "--config.file=" + config, "--web.listen-address=" + addr,
+		"--plugin.start-timeout=60s", "--plugin.runtime-dir=" + run, "--log.level=warn"}
+	if sysfs != "" {
+		cfg = fmt.Sprintf("plugins:\n  rdma: {config: {optional_counters: false, qp_counters: false}, manifest: {paths: {read_only: [%q]}}}\n", tree)
+		args = append(args, "--path.sysfs="+sysfs)
+	}
+	if err := os.WriteFile(config, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	return startBenchProc("plexporter", "http://"+benchHostAddr+"/metrics", "/usr/bin/plexporter",
-		"--plugin.sandbox", "--plugin.dir="+plugins, "--config.file="+config, "--web.listen-address="+benchHostAddr,
-		"--plugin.start-timeout=60s", "--plugin.runtime-dir="+run, "--log.level=warn")
+	return startBenchProc(name, "http://"+addr+"/metrics", "/usr/bin/plexporter", args...)
 }
 
 type benchPace struct {
@@ -373,7 +440,7 @@ func parseBenchPaces(s string) ([]benchPace, error) {
 // each run scraping one of them until minRun has passed; per exporter the
 // medians over the runs of CPU, the main process's CPU and wall time per
 // scrape (the harness's compare and measureRun).
-func benchBackToBack(es []*benchExporter, runs int, minRun time.Duration) (P, N [3]float64, err error) {
+func benchBackToBack(es []*benchExporter, runs int, minRun time.Duration) ([][3]float64, error) {
 	vals := make([][3][]float64, len(es))
 	for run := range runs {
 		for k := range es {
@@ -381,13 +448,13 @@ func benchBackToBack(es []*benchExporter, runs int, minRun time.Duration) (P, N 
 			e := es[i]
 			cpu0, err := treeCPU(e.pids)
 			if err != nil {
-				return P, N, fmt.Errorf("%s: %w", e.name, err)
+				return nil, fmt.Errorf("%s: %w", e.name, err)
 			}
 			main0, _ := treeCPU(e.pids[:1])
 			n, t0 := 0, time.Now()
 			for {
 				if _, _, err := benchGet(e.url, false); err != nil {
-					return P, N, fmt.Errorf("%s: %w", e.name, err)
+					return nil, fmt.Errorf("%s: %w", e.name, err)
 				}
 				n++
 				if time.Since(t0) >= minRun {
@@ -397,7 +464,7 @@ func benchBackToBack(es []*benchExporter, runs int, minRun time.Duration) (P, N 
 			wall := time.Since(t0).Seconds()
 			cpu1, err := treeCPU(e.pids)
 			if err != nil {
-				return P, N, fmt.Errorf("%s: %w", e.name, err)
+				return nil, fmt.Errorf("%s: %w", e.name, err)
 			}
 			main1, _ := treeCPU(e.pids[:1])
 			vals[i][0] = append(vals[i][0], (cpu1-cpu0)/float64(n))
@@ -405,10 +472,13 @@ func benchBackToBack(es []*benchExporter, runs int, minRun time.Duration) (P, N 
 			vals[i][2] = append(vals[i][2], wall/float64(n))
 		}
 	}
-	for j := range 3 {
-		P[j], N[j] = median(vals[0][j]), median(vals[1][j])
+	out := make([][3]float64, len(es))
+	for i := range es {
+		for j := range 3 {
+			out[i][j] = median(vals[i][j])
+		}
 	}
-	return P, N, nil
+	return out, nil
 }
 
 type pacedSums struct {
@@ -587,4 +657,68 @@ func benchLine(body, prefix string) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return line
+}
+
+// snapshotSysfs copies what the rdma plugin reads of the devices into
+// snapshotRoot/sys on tmpfs (/run): class/infiniband/<dev> as the same
+// relative symlink, and the directory it points to with every file's
+// content (an unreadable one, such as an unpopulated gid_attrs entry, as
+// an empty file, so that the directories list the same names) and every
+// symlink inside as it is; power/ is left out.
+func snapshotSysfs(devs []string) error {
+	os.RemoveAll(snapshotRoot)
+	for _, d := range devs {
+		link := filepath.Join(ibClass, d)
+		target, err := os.Readlink(link)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(snapshotRoot, ibClass), 0o755); err != nil {
+			return err
+		}
+		if err := os.Symlink(target, filepath.Join(snapshotRoot, link)); err != nil {
+			return err
+		}
+		real := filepath.Clean(filepath.Join(ibClass, target))
+		if err := copySysfsTree(real, filepath.Join(snapshotRoot, real)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copySysfsTree(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		s, t := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		switch {
+		case e.Type()&os.ModeSymlink != 0:
+			target, err := os.Readlink(s)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(target, t); err != nil {
+				return err
+			}
+		case e.IsDir():
+			if e.Name() == "power" {
+				continue
+			}
+			if err := copySysfsTree(s, t); err != nil {
+				return err
+			}
+		default:
+			b, _ := os.ReadFile(s) // unreadable: an empty file of the same name
+			if err := os.WriteFile(t, b, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
