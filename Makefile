@@ -306,8 +306,9 @@ lab:
 
 ## lab-bench: make lab, then in the guest the rdma plugin against Debian's
 ##            node_exporter on the kernel's rxe devices at three paces
-##            (CPU per scrape, ratios; bin/lab/bench.md). Opt-in, never in
-##            CI: it adds about 4 min of TCG time. LAB_RXE sets the devices
+##            and the plugin on a tmpfs copy of that sysfs (CPU per scrape;
+##            bin/lab/bench.md). Opt-in, never in
+##            CI: it adds about 4.5 min of TCG time. LAB_RXE sets the devices
 lab-bench:
 	LAB_BENCH=1 GO=$(GO) test/lab/run.sh
 
