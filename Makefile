@@ -26,7 +26,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) \
             -X github.com/prometheus/common/version.Revision=$(REVISION) \
             -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build collectors run demo test test-stress unit lint cross conformance proto proto-check sdk-api-check sdk-api-baseline tools bench clean package image-rootfs lab python-example python-stubs python-stubs-check ebpf-generate-check
+.PHONY: all build collectors run demo test test-stress unit lint cross conformance proto proto-check sdk-api-check sdk-api-baseline tools bench clean package image-rootfs lab lab-bench python-example python-stubs python-stubs-check ebpf-generate-check
 
 all: build
 
@@ -303,6 +303,14 @@ $(TOOLS)/cyclonedx-gomod:
 ##      Skipped when QEMU cannot start unless PLEXPORTER_REQUIRE_LAB=1 (CI)
 lab:
 	GO=$(GO) test/lab/run.sh
+
+## lab-bench: make lab, then in the guest the rdma plugin against Debian's
+##            node_exporter on the kernel's rxe devices at three paces
+##            and the plugin on a tmpfs copy of that sysfs (CPU per scrape;
+##            bin/lab/bench.md). Opt-in, never in
+##            CI: it adds about 4.5 min of TCG time. LAB_RXE sets the devices
+lab-bench:
+	LAB_BENCH=1 GO=$(GO) test/lab/run.sh
 
 ## image-rootfs: the container image's file tree in bin/image-rootfs, the
 ##               build context of deploy/Dockerfile (FROM scratch)

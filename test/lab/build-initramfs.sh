@@ -21,7 +21,8 @@ cp "$(command -v busybox)" "$R/usr/bin/busybox"
 
 # crc32_generic: rdma_rxe asks the crypto API for "crc32" by name, so
 # modules.dep does not pull it in and `rdma link add` fails without it.
-MODS="crc32_generic crc32-pclmul virtio_pci virtio_net e1000e nvme rdma_rxe ib_uverbs rdma_ucm ib_umad nfsd nfsv4 nfsv3 nfs rpcsec_gss_krb5 9pnet_virtio 9p"
+# dummy: the netdevs of the rxe devices beyond rxe0 (guest.sh, LAB_RXE).
+MODS="dummy crc32_generic crc32-pclmul virtio_pci virtio_net e1000e nvme rdma_rxe ib_uverbs rdma_ucm ib_umad nfsd nfsv4 nfsv3 nfs rpcsec_gss_krb5 9pnet_virtio 9p"
 python3 - "$WORK/kern/lib/modules/$KV" "$R/usr/lib/modules/$KV" $MODS <<'PY'
 import os, shutil, sys
 src, dst, mods = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -75,6 +76,11 @@ copy_bin "$STAGE/sbin/mount.nfs" /usr/sbin
 ln -sf mount.nfs "$R/usr/sbin/mount.nfs4"
 copy_bin "$STAGE/sbin/ethtool" /usr/sbin
 copy_bin "$STAGE/usr/bin/rping" /usr/bin
+# make lab-bench only: Debian's node_exporter (setup.sh stages it then).
+if [ "${LAB_BENCH:-}" = 1 ]; then
+	[ -x "$STAGE/usr/bin/prometheus-node-exporter" ] || { echo "build-initramfs: LAB_BENCH=1 but setup.sh staged no prometheus-node-exporter" >&2; exit 1; }
+	copy_bin "$STAGE/usr/bin/prometheus-node-exporter" /usr/bin
+fi
 # The rxe verbs provider, dlopened by libibverbs; libgcc_s, dlopened by
 # glibc for pthread_exit (rping aborts without it).
 mkdir -p "$R/usr/lib/x86_64-linux-gnu/libibverbs" "$R/etc/libibverbs.d"

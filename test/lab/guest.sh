@@ -10,6 +10,10 @@ O=$H/out
 step() { echo "LAB: $* uptime=$(cut -d' ' -f1 /proc/uptime)"; }
 fail() { echo "guest.sh: $*" >&2; exit 1; }
 
+# What run.sh asked for: LAB_RXE rxe devices, LAB_BENCH=1 the rdma measurement.
+LAB_RXE=4 LAB_BENCH=0
+[ -f "$H/lab.env" ] && . "$H/lab.env"
+
 step install
 # build-initramfs.sh unpacked every package (dpkg-deb -x, what dpkg -i
 # unpacks); what the maintainer scripts would do is here.
@@ -28,6 +32,18 @@ cp "$H/plexporter.yml" /etc/plexporter/plexporter.yml
 step rdma
 modprobe -a crc32_generic rdma_rxe rdma_ucm ib_uverbs || fail modprobe rdma
 rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
+# rxe1 ... on dummy netdevs (one rxe device per netdev): the soft-RoCE
+# devices rdma/rxe-devices checks and make lab-bench measures. A dummy's
+# carrier is up once the link is, so each port is ACTIVE; rping runs over
+# rxe0 only.
+# numdummies=0: the module makes no dummy0 of its own.
+[ "$LAB_RXE" -gt 1 ] && { modprobe dummy numdummies=0 || fail "modprobe dummy"; }
+i=1
+while [ "$i" -lt "$LAB_RXE" ]; do
+	ip link add "dummy$((i - 1))" type dummy && ip link set "dummy$((i - 1))" up || fail "ip link add dummy$((i - 1)) type dummy"
+	rdma link add "rxe$i" type rxe netdev "dummy$((i - 1))" || fail "rdma link add rxe$i type rxe netdev dummy$((i - 1))"
+	i=$((i + 1))
+done
 rdma link show
 
 step nvme
@@ -71,7 +87,7 @@ export RUNTIME_DIRECTORY=/run/plexporter
 host=$!
 plugins=$(cd /usr/lib/plexporter/plugins && ls plexporter-* | grep -v '\.yaml$' | sed 's/^plexporter-//' | paste -sd, -)
 step "checks (plugins $plugins)"
-"$H/guestcheck" -plugins "$plugins" -out "$O/results.tap" >/dev/null
+"$H/guestcheck" -plugins "$plugins" -rxe "$LAB_RXE" -out "$O/results.tap" >/dev/null
 rc=$?
 step "checks done rc=$rc"
 wget -q -O "$O/metrics.txt" http://127.0.0.1:9880/metrics
@@ -88,6 +104,15 @@ if kill -0 "$host" 2>/dev/null; then
 	rc=1
 fi
 wait "$host"
+
+if [ "$LAB_BENCH" = 1 ]; then
+	# make lab-bench: with the installed host stopped, the rdma plugin
+	# (installed, sandboxed under its shipped manifest) under a host of its
+	# own against Debian's node_exporter on the rxe devices, at three paces.
+	step bench
+	"$H/guestcheck" -bench -out "$O/bench.md" >"$O/bench.log" 2>&1 || step "bench failed: see out/bench.log"
+	step "bench done"
+fi
 
 cat /proc/self/mountstats >"$O/mountstats.txt"
 dmesg >"$O/dmesg.txt"

@@ -7,7 +7,10 @@
 # Environment:
 #   LAB_WORK                 work directory (default bin/lab)
 #   LAB_PACKAGES             a directory of already built .debs (default: make package)
-#   LAB_TIMEOUT              seconds the guest may run (default 600)
+#   LAB_TIMEOUT              seconds the guest may run (default 600; 1200 with LAB_BENCH=1)
+#   LAB_RXE                  rxe devices in the guest: rxe0 on eth0, the others on dummy netdevs (default 4)
+#   LAB_BENCH=1              after the checks, measure the rdma plugin against Debian's node_exporter
+#                            on the guest's rxe devices (make lab-bench; never in CI): out/bench.md
 #   PLEXPORTER_REQUIRE_LAB=1 QEMU that cannot start is a failure, not a skip (CI)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,6 +54,15 @@ CGO_ENABLED=0 ${GO:-go} build -trimpath -o "$WORK/probe" ./internal/testkit/test
 SHARE=$WORK/share
 rm -rf "$SHARE"
 mkdir -p "$SHARE/out"
+RXE=${LAB_RXE:-4}
+case $RXE in '' | *[!0-9]*) echo "lab: LAB_RXE=$RXE: want a number of rxe devices from 1 to 64" >&2; exit 1 ;; esac
+[ "$RXE" -ge 1 ] && [ "$RXE" -le 64 ] || { echo "lab: LAB_RXE=$RXE: want a number of rxe devices from 1 to 64" >&2; exit 1; }
+BENCH=0
+[ "${LAB_BENCH:-}" = 1 ] && BENCH=1
+# guest.sh reads what the guest is to do from the share.
+printf 'LAB_RXE=%s\nLAB_BENCH=%s\n' "$RXE" "$BENCH" >"$SHARE/lab.env"
+TIMEOUT=${LAB_TIMEOUT:-600}
+[ -z "${LAB_TIMEOUT:-}" ] && [ "$BENCH" = 1 ] && TIMEOUT=1200
 cp "$HERE/guest.sh" "$WORK/guestcheck" "$WORK/probe" "$HERE/plexporter.yml" "$SHARE/"
 rm -f "$WORK/nvme.img"
 truncate -s 256M "$WORK/nvme.img"
@@ -60,7 +72,7 @@ truncate -s 256M "$WORK/nvme.img"
 step "boot (QEMU, TCG)"
 TB=$(date +%s)
 set +e
-timeout "${LAB_TIMEOUT:-600}" qemu-system-x86_64 \
+timeout "$TIMEOUT" qemu-system-x86_64 \
 	-accel tcg,thread=multi -cpu max -smp 2 -m 1G \
 	-nographic -no-reboot -serial mon:stdio \
 	-kernel "$WORK/vmlinux" -initrd "$WORK/initramfs.cpio" \
@@ -76,7 +88,7 @@ step "guest off (QEMU exit $qrc, guest $(($(date +%s) - TB))s)"
 grep -o 'LAB: .*' "$WORK/console.log" || true
 if ! grep -q 'LAB: init done' "$WORK/console.log"; then
 	tail -20 "$WORK/console.log"
-	[ "$qrc" = 124 ] && { echo "lab: FAILED: the guest did not reach init within ${LAB_TIMEOUT:-600}s" >&2; exit 1; }
+	[ "$qrc" = 124 ] && { echo "lab: FAILED: the guest did not reach init within ${TIMEOUT}s" >&2; exit 1; }
 	cannot "QEMU did not boot the guest (exit $qrc; $WORK/console.log)"
 fi
 TAP=$SHARE/out/results.tap
@@ -86,6 +98,17 @@ if [ ! -s "$TAP" ]; then
 	exit 1
 fi
 cat "$TAP"
+if [ "$BENCH" = 1 ]; then
+	if [ -s "$SHARE/out/bench.md" ]; then
+		cp "$SHARE/out/bench.md" "$WORK/bench.md"
+		echo "lab: the rdma measurement ($WORK/bench.md):"
+		cat "$SHARE/out/bench.md"
+	else
+		tail -20 "$SHARE/out/bench.log" 2>/dev/null
+		echo "lab: FAILED: LAB_BENCH=1 but the guest wrote no out/bench.md (out/bench.log)" >&2
+		bench_failed=1
+	fi
+fi
 summary=$(awk '/^# [0-9]+ passed, [0-9]+ failed$/ { line = $0 } END { print line }' "$TAP")
 # awk, not grep: a grep that matches nothing fails the pipeline (set -e).
 failed=$(awk '/^not ok / && !/ # TODO / { printf "%s%s", sep, $5; sep = " " }' "$TAP")
@@ -100,3 +123,4 @@ if [ -n "$failed" ]; then
 	echo "lab: FAILED checks: $failed (details above; logs in $SHARE/out)" >&2
 	exit 1
 fi
+[ -z "${bench_failed:-}" ] || exit 1

@@ -27,6 +27,9 @@ userland="nvme-cli libnvme1 libjson-c5 nfs-kernel-server nfs-common rpcbind libw
 	ibverbs-utils rdmacm-utils ibverbs-providers libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200
 	ethtool libmnl0 iproute2 libelf1 libbpf1 libcap2 libbsd0 libmd0 libdb5.3 libxtables12 libgcc-s1 zlib1g
 	libkeyutils1 libevent-core-2.1-7 libblkid1 libmount1 libuuid1 libselinux1 libpcre2-8-0 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libcrypt1 libcap-ng0 libudev1"
+# make lab-bench (LAB_BENCH=1): Debian's node_exporter, which the guest's
+# rdma measurement compares the rdma plugin with (test/lab/README.md).
+[ "${LAB_BENCH:-}" = 1 ] && userland="$userland prometheus-node-exporter"
 have_all=1
 for p in $kpkg $userland; do
 	ls "$WORK/debs/${p}_"*.deb >/dev/null 2>&1 || { have_all=0; break; }

@@ -51,8 +51,23 @@ func main() {
 	plugins := flag.String("plugins", "", "comma-separated plugins that were installed (each must be up and sandboxed)")
 	only := flag.String("run", "", "comma-separated check name prefixes to run (default: all)")
 	ready := flag.Duration("ready-timeout", 180*time.Second, "how long to wait for every installed plugin to be up")
-	out := flag.String("out", "", "also write the TAP output to this file")
+	out := flag.String("out", "", "also write the TAP output to this file (with -bench: the report)")
+	rxe := flag.Int("rxe", 4, "rxe devices guest.sh made (rxe0 on eth0, the others on dummy netdevs)")
+	bench := flag.Bool("bench", false, "instead of the checks: measure the rdma plugin against node_exporter on the rxe devices (make lab-bench)")
+	var bo benchOptions
+	flag.IntVar(&bo.runs, "bench.runs", 5, "back to back: runs per exporter (medians reported)")
+	flag.DurationVar(&bo.minRun, "bench.min-run", time.Second, "back to back: minimum duration of one run")
+	flag.IntVar(&bo.scrapes, "bench.scrapes", 20, "rounds at each timed pace under 10 s")
+	flag.IntVar(&bo.scrapesSlow, "bench.scrapes-slow", 6, "rounds at each pace of 10 s or more")
+	flag.StringVar(&bo.paces, "bench.paces", "0,1s,15s", "paces: 0 is back to back, else one scrape of each exporter per duration; the slowest is the headline")
 	flag.Parse()
+	if *bench {
+		if err := runBench(bo, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "guestcheck -bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	w := io.Writer(os.Stdout)
 	if *out != "" {
@@ -65,7 +80,7 @@ func main() {
 		w = io.MultiWriter(os.Stdout, f)
 	}
 	l := &lab{s: newScraper(*url), plugins: strings.Split(*plugins, ",")}
-	checks := selected(append(allChecks(*ready), reclaimChecks(l.plugins)...), *only)
+	checks := selected(append(allChecks(*ready, *rxe), reclaimChecks(l.plugins)...), *only)
 	fmt.Fprintf(w, "1..%d\n", len(checks))
 	passed, failed, skips, known := 0, 0, 0, 0
 	var failedNames []string
@@ -126,13 +141,14 @@ func (s skipped) Error() string { return "skipped: " + s.reason }
 
 func errSkip(reason string) error { return skipped{reason} }
 
-func allChecks(ready time.Duration) []check {
+func allChecks(ready time.Duration, rxe int) []check {
 	return []check{
 		{name: "host/plugins-up-sandboxed", run: func(l *lab) error { return checkPluginsUp(l, ready) }},
 		{name: "host/plugin-identity", run: checkPluginIdentity},
 		{name: "sandbox/procfs-grants-held", run: checkProcfsGrantsHeld},
 		{name: "rdma/port-info", run: checkRDMAPortInfo},
 		{name: "rdma/hw-counters", run: checkRDMAHWCounters},
+		{name: "rdma/rxe-devices", run: func(l *lab) error { return checkRDMADevices(l, rxe) }},
 		{name: "rdma/optional-counters-netlink", run: checkRDMAOptional},
 		{name: "rdma/rping-traffic", run: checkRDMATraffic},
 		{name: "attribution/rdma-qp-owner", run: checkAttributionQPOwner}, {name: "attribution/cgroup-jobs-uverbs", run: checkAttributionCgroupJobs},
