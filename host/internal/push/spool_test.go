@@ -30,10 +30,15 @@ func counting(k *atomic.Int32) func(context.Context) []*dto.MetricFamily {
 	}
 }
 
+// spoolFiles lists the spool files in dir, of every protocol.
 func spoolFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	m, _ := filepath.Glob(filepath.Join(dir, "*"+spoolExt))
-	return m
+	var all []string
+	for _, ext := range spoolExts {
+		m, _ := filepath.Glob(filepath.Join(dir, "*"+ext))
+		all = append(all, m...)
+	}
+	return all
 }
 
 // TestSpoolSurvivesACrash: snapshots queued by a pusher that never sent
