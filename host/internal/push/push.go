@@ -770,8 +770,8 @@ func (s *statusRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 var (
 	descSent        = prometheus.NewDesc("plexporter_push_samples_sent_total", "Samples the receiver accepted.", nil, nil)
 	descFailed      = prometheus.NewDesc("plexporter_push_samples_failed_total", "Samples of requests that failed with a retryable error (5xx, 429, network) and were sent again.", nil, nil)
-	descDropped     = prometheus.NewDesc("plexporter_push_samples_dropped_total", "Samples never sent, by reason: ring_full (over push.max_pending_samples, oldest first), rejected (4xx other than 429, or refused in a 2xx answer: remote write 2.0's written-samples header, OTLP's partial success), shutdown (pending past the flush timeout), error (request not made).", []string{"reason"}, nil)
-	descPending     = prometheus.NewDesc("plexporter_push_pending_samples", "Samples in the ring waiting to be sent.", nil, nil)
+	descDropped     = prometheus.NewDesc("plexporter_push_samples_dropped_total", "Samples never sent, by reason: ring_full (over push.max_pending_samples, oldest first), rejected (4xx other than 429, or refused in a 2xx answer: remote write 2.0's written-samples header, OTLP's partial success), shutdown (pending past the flush timeout), error (request not made, or a spool file unreadable); with a spool: too_old (over push.spool_max_age), spool_full (over push.spool_max_bytes, or the disk full), other_protocol (files an earlier run wrote in another push.protocol).", []string{"reason"}, nil)
+	descPending     = prometheus.NewDesc("plexporter_push_pending_samples", "Samples waiting to be sent: the ring's, in memory or in the spool.", nil, nil)
 	descOldest      = prometheus.NewDesc("plexporter_push_oldest_unsent_timestamp_seconds", "Timestamp of the oldest sample not yet sent (0: none pending).", nil, nil)
 	descLag         = prometheus.NewDesc("plexporter_push_lag_seconds", "How old the oldest unsent sample is (0: none pending).", nil, nil)
 	descLastSuccess = prometheus.NewDesc("plexporter_push_last_success_timestamp_seconds", "When a request last succeeded (0: never).", nil, nil)
