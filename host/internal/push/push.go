@@ -207,9 +207,24 @@ func New(cfg config.Push, src Source, userAgent string, log *slog.Logger) (*Push
 			p.dropped[DropOtherProtocol] += float64(samples)
 			log.Warn("push: the spool holds snapshots an earlier run wrote in another protocol; they cannot be posted as "+cfg.Protocol+" and are dropped", "dir", cfg.SpoolDir, "files", len(others[proto]), "samples", samples, "protocol", proto)
 		}
-		for _, f := range sp.files {
-			p.ring = append(p.ring, &snapshot{ts: f.ts, n: f.samples, file: f, spooled: true})
-			p.pending += f.samples
+		// Past the bounds already (the age, or a smaller
+		// spool_max_bytes): dropped before the sender can take them.
+		cutoff := p.now().Add(-sp.maxAge).UnixMilli()
+		for _, f := range slices.Clone(sp.files) {
+			reason := ""
+			switch {
+			case f.ts < cutoff:
+				reason = DropTooOld
+			case sp.bytes > sp.maxBytes:
+				reason = DropSpoolFull
+			default:
+				p.ring = append(p.ring, &snapshot{ts: f.ts, n: f.samples, file: f, spooled: true})
+				p.pending += f.samples
+				continue
+			}
+			p.dropped[reason] += float64(f.samples)
+			sp.remove(f)
+			log.Warn("push: dropped a spool file of an earlier run", "file", filepath.Join(sp.dir, f.name), "samples", f.samples, "reason", reason)
 		}
 		if len(sp.files) > 0 {
 			log.Info("push: the spool holds snapshots of an earlier run; they are sent first", "dir", cfg.SpoolDir, "files", len(sp.files), "samples", p.pending, "bytes", sp.bytes)
@@ -409,7 +424,7 @@ func (p *Pusher) spoolSnapshot(b *snapshot) {
 			f = stored
 			break
 		}
-		if errors.Is(err, syscall.ENOSPC) && p.dropOldestSpooled(b, "no space left on device") {
+		if (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && p.dropOldestSpooled(b, err.Error()) {
 			continue
 		}
 		p.spoolErrors++

@@ -186,7 +186,7 @@ func TestSpoolOutageAcrossARestart(t *testing.T) {
 			addr := downAddress(t)
 			url := "http://" + addr + rc.path
 			dir := filepath.Join(t.TempDir(), "spool")
-			base := time.Now().Add(-time.Hour).Truncate(time.Second)
+			base := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
 			var k atomic.Int32
 			mod := func(c *config.Push) {
 				c.Protocol, c.SpoolDir = protocol, dir
