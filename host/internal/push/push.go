@@ -44,6 +44,7 @@ import (
 
 	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/internal/guard"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
 // Defaults of the push: section's zero values.
@@ -138,6 +139,11 @@ type Pusher struct {
 	idBuf       []uint32
 	valBuf      []float64
 	failing     bool
+	// With a spool and OTLP: the counters' start times the last run
+	// left at its clean shutdown, by series key, taken up when a series
+	// is first seen, until spool_max_age after the start.
+	priorStarts map[string]counterStart
+	priorUntil  time.Time
 
 	sent, failed float64
 	dropped      map[string]float64
@@ -229,6 +235,15 @@ func New(cfg config.Push, src Source, userAgent string, log *slog.Logger) (*Push
 		if len(sp.files) > 0 {
 			log.Info("push: the spool holds snapshots of an earlier run; they are sent first", "dir", cfg.SpoolDir, "files", len(sp.files), "samples", p.pending, "bytes", sp.bytes)
 		}
+		if cfg.Protocol == config.PushOTLP {
+			starts, err := sp.loadStarts()
+			if err != nil {
+				log.Warn("push: cannot read the counter start times the last run left; counters start anew", "file", filepath.Join(sp.dir, startsFile), "err", err)
+			}
+			p.priorStarts, p.priorUntil = starts, p.now().Add(sp.maxAge)
+		} else {
+			os.Remove(filepath.Join(sp.dir, startsFile)) // an OTLP run's
+		}
 	}
 	for n, v := range cfg.ExternalLabels {
 		p.external = append(p.external, prompb.Label{Name: n, Value: v})
@@ -285,6 +300,9 @@ func (p *Pusher) Run(ctx context.Context) {
 		p.tab.release(b.ids)
 	}
 	p.ring, p.pending = nil, 0
+	if p.spool != nil && p.cfg.Protocol == config.PushOTLP {
+		p.saveStarts()
+	}
 	if lost > 0 {
 		p.dropped[DropShutdown] += float64(lost)
 		p.log.Warn("push: samples still unsent at shutdown were dropped", "samples", lost, "flush_timeout", p.cfg.FlushTimeout)
@@ -331,8 +349,20 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 		}
 		p.mark[id] = p.snaps
 		p.tab.setInfo(id, in)
+		if p.priorStarts != nil && p.tab.start[id] == 0 && in.fam != nil &&
+			(in.role == roleCount || (in.role == roleValue && in.fam.typ == pluginv1.MetricType_METRIC_TYPE_COUNTER)) {
+			if st, ok := p.priorStarts[string(key)]; ok {
+				// The series as the last run left it: its start holds
+				// while its value does not decrease (startOf).
+				p.tab.start[id], p.tab.prev[id] = st.start, st.prev
+				delete(p.priorStarts, string(key))
+			}
+		}
 		b.ids, b.values = append(b.ids, id), append(b.values, v)
 	})
+	if p.priorStarts != nil && (len(p.priorStarts) == 0 || ts.After(p.priorUntil)) {
+		p.priorStarts = nil
+	}
 	p.enqueue(b)
 	if p.spool != nil && b.n > 0 {
 		p.spoolSnapshot(b)
@@ -438,6 +468,23 @@ func (p *Pusher) spoolSnapshot(b *snapshot) {
 	p.spool.add(f)
 	b.file, b.spooled, b.frames = f, true, nil
 	p.trim()
+}
+
+// saveStarts writes the start times of the last snapshot's counters (and
+// histograms' and summaries' counts) for the next run, so that a clean
+// restart is not a reset to an OTLP receiver: the spooled requests carry
+// the start times they were encoded with, and the next run's own keep
+// them while the values do not decrease. p.mu is held.
+func (p *Pusher) saveStarts() {
+	starts := map[string]counterStart{}
+	for _, id := range p.last {
+		if int(id) < len(p.tab.start) && p.tab.start[id] != 0 {
+			starts[p.tab.keys[id]] = counterStart{start: p.tab.start[id], prev: p.tab.prev[id]}
+		}
+	}
+	if err := p.spool.saveStarts(starts); err != nil {
+		p.log.Warn("push: cannot keep the counters' start times for the next start; its counters start anew", "file", filepath.Join(p.spool.dir, startsFile), "err", err)
+	}
 }
 
 // requestBody is req, a request of encode, as it is posted: remote

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -286,4 +287,72 @@ func otlpPosted(req any) ([]byte, error) {
 		return b, nil
 	}
 	return otlpBody(req.(*colmetricpb.ExportMetricsServiceRequest))
+}
+
+// startsFile holds, between a clean shutdown and the next start, the
+// start times of OTLP counters (spool directory, OTLP only).
+const startsFile = "otlp-starts"
+
+// counterStart is a counter series' start time (ms) and last value.
+type counterStart struct {
+	start int64
+	prev  float64
+}
+
+// saveStarts writes starts (by series key): per series its key's length
+// (uvarint), the key, the start (uvarint) and the last value (float64
+// bits, little endian); whole or not at all.
+func (s *spool) saveStarts(starts map[string]counterStart) error {
+	data := []byte(spoolMagic)
+	for k, st := range starts {
+		data = binary.AppendUvarint(data, uint64(len(k)))
+		data = append(data, k...)
+		data = binary.AppendUvarint(data, uint64(st.start))
+		data = binary.LittleEndian.AppendUint64(data, math.Float64bits(st.prev))
+	}
+	tmp := filepath.Join(s.dir, startsFile+".tmp")
+	if err := writeSync(tmp, data); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(s.dir, startsFile)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// loadStarts reads and removes what saveStarts wrote (nil, nil: none):
+// it is the last run's state, once.
+func (s *spool) loadStarts() (map[string]counterStart, error) {
+	path := filepath.Join(s.dir, startsFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	os.Remove(path)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(data, []byte(spoolMagic)) {
+		return nil, errors.New("no header")
+	}
+	data = data[len(spoolMagic):]
+	starts := map[string]counterStart{}
+	for len(data) > 0 {
+		n, w := binary.Uvarint(data)
+		if w <= 0 || uint64(len(data)-w) < n {
+			return nil, errors.New("truncated")
+		}
+		k := string(data[w : w+int(n)])
+		data = data[w+int(n):]
+		start, w := binary.Uvarint(data)
+		if w <= 0 || len(data)-w < 8 {
+			return nil, errors.New("truncated")
+		}
+		prev := math.Float64frombits(binary.LittleEndian.Uint64(data[w:]))
+		data = data[w+8:]
+		starts[k] = counterStart{start: int64(start), prev: prev}
+	}
+	return starts, nil
 }

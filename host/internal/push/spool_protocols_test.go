@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -177,8 +178,8 @@ func checkInOrder(t *testing.T, got map[string][]arrival, first, snaps int) {
 // receiver is down; snapshots queue into the spool; the pusher is
 // stopped and a new one started on the same directory (a restart); the
 // receiver comes up: every sample of the outage arrives, in order, once,
-// and the earlier run's OTLP counter points keep the start time they
-// were taken with.
+// and the OTLP counter points keep the start time of the first run's
+// first push: in the spooled bodies, and after the (clean) restart.
 func TestSpoolOutageAcrossARestart(t *testing.T) {
 	for _, protocol := range []string{config.PushRemoteWriteV2, config.PushOTLP} {
 		t.Run(protocol, func(t *testing.T) {
@@ -237,13 +238,11 @@ func TestSpoolOutageAcrossARestart(t *testing.T) {
 				t.Errorf("%d spool files left", n)
 			}
 			if protocol == config.PushOTLP {
+				// The first run's first push, in the spooled bodies and,
+				// the restart being clean, in the second run's own.
 				for _, a := range got[labelKey(map[string]string{"__name__": "c_total", "device": "a"})] {
-					want := base.UnixMilli() // the first run's first push
-					if a.ts == base.Add(outage*time.Second).UnixMilli() {
-						want = a.ts // the second run's, as without a spool
-					}
-					if a.start != want {
-						t.Errorf("counter point at %d starts at %d, want %d", a.ts, a.start, want)
+					if a.start != base.UnixMilli() {
+						t.Errorf("counter point at %d starts at %d, want %d", a.ts, a.start, base.UnixMilli())
 					}
 				}
 			}
@@ -416,5 +415,53 @@ func TestSpoolFullDiskDropsOldest(t *testing.T) {
 	checkInOrder(t, rc.arrivals(t), snaps-files, snaps)
 	if n := len(spoolFiles(t, dir)); n != 0 {
 		t.Errorf("%d files left", n)
+	}
+}
+
+// TestOTLPStartTimesAcrossRestarts: with a spool, a clean shutdown keeps
+// the OTLP counters' start times for the next run, which keeps them
+// while a counter does not decrease; a decrease moves it, as within a
+// run; after a crash (nothing kept) the next run starts its counters
+// anew.
+func TestOTLPStartTimesAcrossRestarts(t *testing.T) {
+	rc := newProtoReceiver(config.PushOTLP)
+	srv := httptest.NewServer(rc.handler)
+	defer srv.Close()
+	dir := t.TempDir()
+	base := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	var k atomic.Int32 // the clock: a second a snapshot, across the runs
+	counter := 0.0
+	src := func(context.Context) []*dto.MetricFamily {
+		return []*dto.MetricFamily{{Name: proto.String("c_total"), Help: proto.String("h"), Type: dto.MetricType_COUNTER.Enum(),
+			Metric: []*dto.Metric{{Counter: &dto.Counter{Value: proto.Float64(counter)}}}}}
+	}
+	run := func(values ...float64) *Pusher {
+		p := newPusher(t, srv.URL+rc.path, src, func(c *config.Push) { c.Protocol, c.SpoolDir = config.PushOTLP, dir })
+		p.now = func() time.Time { return base.Add(time.Duration(k.Load()) * time.Second) }
+		for _, v := range values {
+			counter = v
+			p.Snapshot(context.Background())
+			k.Add(1)
+		}
+		return p
+	}
+	stopped := func(p *Pusher) { // a clean shutdown: Run, cancelled at once
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		p.Run(ctx)
+	}
+	stopped(run(10, 20)) // snapshots at 0, 1
+	stopped(run(30))     // 2: kept from 0
+	stopped(run(5, 6))   // 3: a decrease, from 3 on
+	run(7)               // 5: kept from 3; then a crash
+	stopped(run(8))      // 6: nothing kept: from 6
+	ms := func(s int) int64 { return base.Add(time.Duration(s) * time.Second).UnixMilli() }
+	want := []int64{ms(0), ms(0), ms(0), ms(3), ms(3), ms(3), ms(6)}
+	var starts []int64
+	for _, a := range rc.arrivals(t)["__name__=c_total"] {
+		starts = append(starts, a.start)
+	}
+	if !slices.Equal(starts, want) {
+		t.Errorf("start times %v, want %v", starts, want)
 	}
 }
