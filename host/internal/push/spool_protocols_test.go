@@ -343,6 +343,7 @@ func TestSpoolByteCapDropsOldest(t *testing.T) {
 			p := newPusher(t, "http://"+addr+rc.path, spoolSource(&k), mod)
 			base := time.Now().Add(-time.Minute)
 			p.now = func() time.Time { return base.Add(time.Duration(k.Load()) * time.Second) }
+			k.Store(1) // values from 1: no zero left out of the first request, the files' sizes alike
 			p.Snapshot(context.Background())
 			one := p.spool.bytes
 			p.spool.maxBytes = 2*one + one/2 // two files fit, not three
@@ -350,7 +351,7 @@ func TestSpoolByteCapDropsOldest(t *testing.T) {
 				p.Snapshot(context.Background())
 			}
 			if got := metric(t, p, "plexporter_push_samples_dropped_total", "reason", DropSpoolFull); got != 3*spoolSeries {
-				t.Errorf("dropped{spool_full} %v, want %d (the three oldest snapshots)", got, 3*spoolSeries)
+				t.Errorf("dropped{spool_full} %v, want %d (the three oldest snapshots; files of %d bytes, cap %d)", got, 3*spoolSeries, one, p.spool.maxBytes)
 			}
 			if n := len(spoolFiles(t, dir)); n != 2 {
 				t.Errorf("%d files, want 2", n)
@@ -363,7 +364,7 @@ func TestSpoolByteCapDropsOldest(t *testing.T) {
 			stop := runPusher(p)       // snapshot 5
 			waitFor(t, "the rest sent", func() bool { return metric(t, p, "plexporter_push_samples_sent_total") == 3*spoolSeries })
 			stop()
-			checkInOrder(t, rc.arrivals(t), 3, 6)
+			checkInOrder(t, rc.arrivals(t), 4, 7)
 		})
 	}
 }
