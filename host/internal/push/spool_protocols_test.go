@@ -200,8 +200,11 @@ func TestSpoolOutageAcrossARestart(t *testing.T) {
 			p1 := newPusher(t, url, spoolSource(&k), mod)
 			p1.now = clock
 			stop1 := runPusher(p1) // snapshot 0
-			waitFor(t, "snapshot 0 taken", func() bool {
-				return k.Load() == 1 && metric(t, p1, "plexporter_push_pending_samples") == spoolSeries
+			// Snapshot calls must not overlap: Run's first is done once
+			// its file is counted (the pusher's lock is let go of while a
+			// file is written; pending counts the snapshot before).
+			waitFor(t, "snapshot 0 taken and spooled", func() bool {
+				return k.Load() == 1 && metric(t, p1, "plexporter_push_spool_bytes") > 0
 			})
 			const outage = 20
 			for range outage - 1 {
