@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,12 +132,11 @@ func BenchmarkPushPipeline(b *testing.B) {
 		bytes = 0
 		for len(p.ring) > 0 {
 			n := min(p.cfg.MaxSamplesPerSend, p.ring[0].unsent())
-			req := p.request(p.ring[0], n)
-			raw, err := req.marshal()
+			raw, err := writeEncode(vt{p.request(p.ring[0], n)})
 			if err != nil {
 				b.Fatal(err)
 			}
-			bytes += len(snappy.Encode(nil, raw))
+			bytes += len(raw)
 			p.advance(p.ring[0], n)
 		}
 	}
@@ -166,8 +166,7 @@ func BenchmarkPushPipelineProtocols(b *testing.B) {
 					var raw []byte
 					switch req := p.encode(p.ring[0], n).(type) {
 					case *writev2.Request:
-						raw, err = req.MarshalVT()
-						raw = snappy.Encode(nil, raw)
+						raw, err = writeEncode(req)
 					case *colmetricpb.ExportMetricsServiceRequest:
 						raw, err = otlpBody(req)
 					}
@@ -182,6 +181,42 @@ func BenchmarkPushPipelineProtocols(b *testing.B) {
 		})
 	}
 }
+
+// encodeBufs are the buffers writeEncode reuses, as remote.API's pool.
+var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// writeEncode is what client_golang's remote.API.Write does with a
+// request before posting it: Size and MarshalToSizedBuffer (the VT methods
+// for remote write 2.0's types) into a pooled buffer, snappy.Encode into
+// another. The result is valid until the next call.
+func writeEncode(msg interface {
+	SizeVT() int
+	MarshalToSizedBufferVT([]byte) (int, error)
+}) ([]byte, error) {
+	buf, comp := encodeBufs.Get().(*[]byte), encodeBufs.Get().(*[]byte)
+	defer encodeBufs.Put(buf)
+	defer encodeBufs.Put(comp)
+	n := msg.SizeVT()
+	if cap(*buf) < n {
+		*buf = make([]byte, n)
+	}
+	*buf = (*buf)[:n]
+	if _, err := msg.MarshalToSizedBufferVT(*buf); err != nil {
+		return nil, err
+	}
+	if m := snappy.MaxEncodedLen(n); cap(*comp) < m {
+		*comp = make([]byte, m)
+	}
+	*comp = (*comp)[:cap(*comp)]
+	return snappy.Encode(*comp, *buf), nil
+}
+
+// vt gives a gogo-style request (Size, MarshalToSizedBuffer) the names
+// writeEncode takes.
+type vt struct{ r *writeRequest }
+
+func (v vt) SizeVT() int                                  { return v.r.Size() }
+func (v vt) MarshalToSizedBufferVT(b []byte) (int, error) { return v.r.MarshalToSizedBuffer(b) }
 
 // pipelineSource decodes and merges the 100k-series workload's batches,
 // as the host does for each round.

@@ -2,7 +2,6 @@ package push
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	writev2 "github.com/prometheus/client_golang/exp/api/remote/genproto/v2"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
@@ -24,6 +24,7 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/plexporter/plexporter/host/internal/config"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
@@ -71,29 +72,61 @@ var rw2Types = map[pluginv1.MetricType]writev2.Metadata_MetricType{
 
 // encodeRW2 is a remote write 2.0 request: one symbols table for the
 // request's strings, each series with its labels, one sample and its
-// family's metadata (type, help, unit). p.mu is held.
+// family's metadata (type, help, unit). The request's messages and label
+// references are allocated together, a few slices a request rather than
+// several objects a series. The symbols table is the table's interned
+// strings numbered for this request (symbols.symbolize), which does what
+// client_golang's writev2.SymbolsTable does with a map lookup of every
+// string; help and unit texts, not interned, go through such a table's
+// map, once per family. p.mu is held.
 func (p *Pusher) encodeRW2(b *snapshot, n int) *writev2.Request {
-	st := writev2.NewSymbolTable()
+	y := &p.tab.syms
 	ids, values := b.ids[b.done:b.done+n], b.values[b.done:b.done+n]
+	nrefs := 0
+	for _, id := range ids {
+		nrefs += len(p.tab.symsOf(id))
+	}
+	syms := y.request()
+	texts := map[string]uint32{"": 0} // help and unit
+	text := func(s string) uint32 {
+		if g, ok := y.byStr[s]; ok {
+			return y.symbolize(&syms, g)
+		}
+		r, ok := texts[s]
+		if !ok {
+			r = uint32(len(syms))
+			syms = append(syms, s)
+			texts[s] = r
+		}
+		return r
+	}
 	req := &writev2.Request{Timeseries: make([]*writev2.TimeSeries, n)}
+	series := make([]writev2.TimeSeries, n)
 	samples := make([]writev2.Sample, n)
+	samplePtrs := make([]*writev2.Sample, n)
 	mds := make([]writev2.Metadata, n)
+	refs := make([]uint32, 0, nrefs)
+	var fam *famMeta // the last series' family, and its help and unit refs
+	var helpRef, unitRef uint32
 	for i, id := range ids {
-		ls := p.tab.labels[id]
-		refs := make([]uint32, 0, 2*len(ls))
-		for _, l := range ls {
-			refs = append(refs, st.Symbolize(l.Name), st.Symbolize(l.Value))
+		start := len(refs)
+		for _, g := range y.of[id] {
+			refs = append(refs, y.symbolize(&syms, g))
 		}
 		md := &mds[i]
 		if f := p.tab.info[id].fam; f != nil {
-			md.Type = rw2Types[f.typ]
-			md.HelpRef = st.Symbolize(f.help)
-			md.UnitRef = st.Symbolize(f.unit)
+			if f != fam {
+				fam, helpRef, unitRef = f, text(f.help), text(f.unit)
+			}
+			md.Type, md.HelpRef, md.UnitRef = rw2Types[f.typ], helpRef, unitRef
 		}
 		samples[i].Value, samples[i].Timestamp = values[i], b.ts
-		req.Timeseries[i] = &writev2.TimeSeries{LabelsRefs: refs, Samples: []*writev2.Sample{&samples[i]}, Metadata: md}
+		samplePtrs[i] = &samples[i]
+		ts := &series[i]
+		ts.LabelsRefs, ts.Samples, ts.Metadata = refs[start:len(refs):len(refs)], samplePtrs[i:i+1:i+1], md
+		req.Timeseries[i] = ts
 	}
-	req.Symbols = st.Symbols()
+	req.Symbols = syms
 	return req
 }
 
@@ -125,7 +158,6 @@ const noRecordedValue = uint32(metricspb.DataPointFlags_DATA_POINT_FLAGS_NO_RECO
 // otlpPoint gathers a histogram's or a summary's series into one data
 // point.
 type otlpPoint struct {
-	attrs      []*commonpb.KeyValue
 	bounds     []float64 // histogram: the le of each bucket, +Inf last
 	cum        []float64 // histogram: cumulative counts; summary: quantile values
 	sum, count float64
@@ -144,6 +176,7 @@ type otlpPoint struct {
 func (p *Pusher) encodeOTLP(b *snapshot, n int) *colmetricpb.ExportMetricsServiceRequest {
 	ids, values := b.ids[b.done:b.done+n], b.values[b.done:b.done+n]
 	tsNano := uint64(b.ts) * uint64(time.Millisecond)
+	numbers := numberPoints{points: make([]metricspb.NumberDataPoint, 0, n), values: make([]metricspb.NumberDataPoint_AsDouble, 0, n)}
 	metrics := map[*famMeta]*metricspb.Metric{}
 	var order []*metricspb.Metric
 	points := map[string]*otlpPoint{}
@@ -176,9 +209,9 @@ func (p *Pusher) encodeOTLP(b *snapshot, n int) *colmetricpb.ExportMetricsServic
 		ls := p.tab.labels[id]
 		switch d := m.Data.(type) {
 		case *metricspb.Metric_Gauge:
-			d.Gauge.DataPoints = append(d.Gauge.DataPoints, p.numberPoint(id, tsNano, v, stale))
+			d.Gauge.DataPoints = append(d.Gauge.DataPoints, p.numberPoint(&numbers, id, tsNano, v, stale))
 		case *metricspb.Metric_Sum:
-			dp := p.numberPoint(id, tsNano, v, stale)
+			dp := p.numberPoint(&numbers, id, tsNano, v, stale)
 			dp.StartTimeUnixNano = uint64(p.tab.startOf(id, b.ts, v)) * uint64(time.Millisecond)
 			d.Sum.DataPoints = append(d.Sum.DataPoints, dp)
 		default: // a histogram's or a summary's series
@@ -195,15 +228,17 @@ func (p *Pusher) encodeOTLP(b *snapshot, n int) *colmetricpb.ExportMetricsServic
 			}
 			pt := points[key.String()]
 			if pt == nil {
-				pt = &otlpPoint{attrs: p.attrsOf(id, in.role)}
+				pt = &otlpPoint{}
 				points[key.String()] = pt
 				pointOrder = append(pointOrder, pt)
 				if h, ok := d.(*metricspb.Metric_Histogram); ok {
-					pt.hist = &metricspb.HistogramDataPoint{Attributes: pt.attrs, TimeUnixNano: tsNano}
+					pt.hist = &metricspb.HistogramDataPoint{TimeUnixNano: tsNano}
+					pt.hist.ProtoReflect().SetUnknown(p.attrsOf(id, in.role, pointHistogram))
 					h.Histogram.DataPoints = append(h.Histogram.DataPoints, pt.hist)
 				} else {
 					s := d.(*metricspb.Metric_Summary)
-					pt.summ = &metricspb.SummaryDataPoint{Attributes: pt.attrs, TimeUnixNano: tsNano}
+					pt.summ = &metricspb.SummaryDataPoint{TimeUnixNano: tsNano}
+					pt.summ.ProtoReflect().SetUnknown(p.attrsOf(id, in.role, pointSummary))
 					s.Summary.DataPoints = append(s.Summary.DataPoints, pt.summ)
 				}
 			}
@@ -263,24 +298,64 @@ func (pt *otlpPoint) finish() {
 	}
 }
 
-func (p *Pusher) numberPoint(id uint32, tsNano uint64, v float64, stale bool) *metricspb.NumberDataPoint {
-	dp := &metricspb.NumberDataPoint{Attributes: p.attrsOf(id, roleValue), TimeUnixNano: tsNano, Value: &metricspb.NumberDataPoint_AsDouble{AsDouble: v}}
+// numberPoints are a request's number data points and their values,
+// allocated together (a request has at most one a sample).
+type numberPoints struct {
+	points []metricspb.NumberDataPoint
+	values []metricspb.NumberDataPoint_AsDouble
+}
+
+func (p *Pusher) numberPoint(all *numberPoints, id uint32, tsNano uint64, v float64, stale bool) *metricspb.NumberDataPoint {
+	i := len(all.points)
+	all.points, all.values = all.points[:i+1], all.values[:i+1]
+	dp, val := &all.points[i], &all.values[i]
+	val.AsDouble = v
+	dp.TimeUnixNano, dp.Value = tsNano, val
+	dp.ProtoReflect().SetUnknown(p.attrsOf(id, roleValue, pointNumber))
 	if stale {
 		dp.Flags = noRecordedValue
 	}
 	return dp
 }
 
-// attrsOf returns series id's data point attributes, made once and kept
-// in the table while the series is (requests share them read-only).
-// p.mu is held.
-func (p *Pusher) attrsOf(id uint32, role uint8) []*commonpb.KeyValue {
+// Kinds of OTLP data points, whose attributes are different fields.
+const (
+	pointNumber uint8 = iota
+	pointHistogram
+	pointSummary
+)
+
+// attrsOf returns series id's data point attributes, for a data point of
+// kind, as the protobuf encoding of that data point with its attributes
+// alone (proto.Marshal's), made once and kept in the table while the
+// series is. A data point carries them as its unknown fields, which
+// proto.Marshal writes out as they are: the receiver reads its attributes
+// field; the request's marshal does not encode every attribute's KeyValue
+// and AnyValue again, push after push (requests share the bytes
+// read-only). p.mu is held.
+func (p *Pusher) attrsOf(id uint32, role, kind uint8) protoreflect.RawFields {
 	t := p.tab
 	if int(id) >= len(t.attrs) {
-		t.attrs = append(t.attrs, make([][]*commonpb.KeyValue, int(id)+1-len(t.attrs))...)
+		n := int(id) + 1 - len(t.attrs)
+		t.attrs, t.attrsFor = append(t.attrs, make([]protoreflect.RawFields, n)...), append(t.attrsFor, make([]uint8, n)...)
 	}
-	if t.attrs[id] == nil {
-		t.attrs[id] = p.attributes(t.labels[id], role)
+	if tag := 1 + kind<<4 + role; t.attrsFor[id] != tag {
+		attrs := p.attributes(t.labels[id], role)
+		var m proto.Message
+		switch kind {
+		case pointHistogram:
+			m = &metricspb.HistogramDataPoint{Attributes: attrs}
+		case pointSummary:
+			m = &metricspb.SummaryDataPoint{Attributes: attrs}
+		default:
+			m = &metricspb.NumberDataPoint{Attributes: attrs}
+		}
+		raw, err := proto.Marshal(m)
+		if err != nil { // strings are valid UTF-8 (the guard's check)
+			p.log.Error("push: cannot encode a series' OTLP attributes; the data point goes without them", "labels", t.labels[id], "err", err)
+			raw = nil
+		}
+		t.attrs[id], t.attrsFor[id] = raw, tag
 	}
 	return t.attrs[id]
 }
@@ -391,12 +466,22 @@ func (p *Pusher) otlpWrite(ctx context.Context, req any, onRetry func(error)) (r
 
 // otlpBody is req marshalled and gzipped, as the OpenTelemetry
 // Collector's otlphttp exporter sends by default and every OTLP/HTTP
-// receiver takes.
+// receiver takes. The marshalled request is in a buffer kept for the next
+// (as client_golang's remote write client keeps its own); the gzip writer
+// is klauspost/compress's, the one client_golang's remote write client
+// takes its snappy from (the standard library's costs about twice the
+// CPU at BestSpeed).
 func otlpBody(req *colmetricpb.ExportMetricsServiceRequest) ([]byte, error) {
-	raw, err := proto.Marshal(req)
+	rawp, _ := otlpBufs.Get().(*[]byte)
+	if rawp == nil {
+		rawp = new([]byte)
+	}
+	defer otlpBufs.Put(rawp)
+	raw, err := proto.MarshalOptions{}.MarshalAppend((*rawp)[:0], req)
 	if err != nil {
 		return nil, fmt.Errorf("encoding request %w", err)
 	}
+	*rawp = raw
 	var zbuf bytes.Buffer
 	zw, _ := gzipWriters.Get().(*gzip.Writer)
 	if zw == nil {
@@ -412,8 +497,9 @@ func otlpBody(req *colmetricpb.ExportMetricsServiceRequest) ([]byte, error) {
 	return zbuf.Bytes(), nil
 }
 
-// gzipWriters keeps writers (a megabyte each) from one request to the next.
-var gzipWriters sync.Pool
+// gzipWriters keeps writers (a megabyte each) from one request to the
+// next, otlpBufs the marshalled requests' buffers.
+var gzipWriters, otlpBufs sync.Pool
 
 // otlpStatus is the message of an OTLP error answer: a google.rpc.Status
 // when protobuf, else the body.

@@ -99,6 +99,14 @@ func (s *rw2Store) Store(r *http.Request, _ remote.WriteMessageType) (*remote.Wr
 	return resp, nil
 }
 
+// header returns the i-th request's headers (the pusher may still be
+// sending: read under the lock).
+func (s *rw2Store) header(i int) http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.headers[i]
+}
+
 func (s *rw2Store) got() []rw2Series {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,7 +163,7 @@ func TestRemoteWrite2ReceivesTheSnapshot(t *testing.T) {
 	if f := metric(t, p, "plexporter_push_samples_failed_total"); f != float64(2*len(want)) {
 		t.Errorf("failed_total %v, want %d (the 503 and the 429, retried)", f, 2*len(want))
 	}
-	hdr := store.headers[0]
+	hdr := store.header(0)
 	if hdr.Get("Content-Type") != "application/x-protobuf;proto=io.prometheus.write.v2.Request" || hdr.Get("X-Prometheus-Remote-Write-Version") != "2.0.0" || hdr.Get("Content-Encoding") != "" {
 		t.Errorf("headers %v: want remote write 2.0's (the handler has decoded snappy)", hdr)
 	}

@@ -328,7 +328,7 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 	p.snaps++
 	b := &snapshot{ts: ts.UnixMilli(), ids: p.idBuf[:0], values: p.valBuf[:0]}
 	pos := 0
-	flattenInfo(mfs, p.external, p.intern, func(key []byte, ls []prompb.Label, v float64, in seriesInfo) {
+	flattenInfo(mfs, p.external, p.intern, func(key []byte, lb *labelBuilder, v float64, in seriesInfo) {
 		// Snapshots come in the same order, push after push: the series
 		// at this place last time is the first guess, cheaper than a
 		// lookup among every series held.
@@ -337,7 +337,7 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 			id = p.last[pos]
 			p.tab.hold(id)
 		} else {
-			id = p.tab.ref(key, ls)
+			id = p.tab.ref(key, lb.labels())
 		}
 		pos++
 		if int(id) >= len(p.mark) {

@@ -72,6 +72,14 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// header returns the i-th request's headers (the pusher may still be
+// sending: read under the lock).
+func (rc *receiver) header(i int) http.Header {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.headers[i]
+}
+
 func (rc *receiver) count() (requests, series int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -192,7 +200,7 @@ func TestRetriesOn503And429ThenSucceeds(t *testing.T) {
 	if metric(t, p, "plexporter_push_last_success_timestamp_seconds") == 0 {
 		t.Error("last success time not set")
 	}
-	h := rc.headers[1]
+	h := rc.header(1)
 	if h.Get("Content-Encoding") != "snappy" || h.Get("X-Prometheus-Remote-Write-Version") != "0.1.0" || h.Get("Retry-Attempt") != "1" {
 		t.Errorf("second request's headers %v: want remote write 1.0 (snappy, version 0.1.0) and Retry-Attempt 1", h)
 	}
@@ -234,7 +242,7 @@ func TestHeadersAndExternalLabels(t *testing.T) {
 	stop := runPusher(p)
 	waitFor(t, "one series", func() bool { _, n := rc.count(); return n == 1 })
 	stop()
-	if got := rc.headers[0].Get("X-Scope-OrgID"); got != "team-a" {
+	if got := rc.header(0).Get("X-Scope-OrgID"); got != "team-a" {
 		t.Errorf("X-Scope-OrgID %q", got)
 	}
 	want := []prompb.Label{{Name: "__name__", Value: "g"}, {Name: "cluster", Value: "c1"}, {Name: "device", Value: "a"}}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/plexporter/plexporter/internal/guard"
 	"github.com/plexporter/plexporter/internal/wire"
@@ -41,8 +41,109 @@ type table struct {
 	// yet) and the last value sent.
 	start []int64
 	prev  []float64
-	attrs [][]*commonpb.KeyValue // by id, OTLP: its data point's attributes (nil: not made yet)
+	// By id, OTLP: its data point's attributes, encoded (attrsOf), and
+	// the kind of data point and role they were made for (0: not made).
+	attrs    []protoreflect.RawFields
+	attrsFor []uint8
+	free     []uint32
+	syms     symbols
+}
+
+// symbols interns the strings of the label sets remote write 2.0 sends,
+// each with a number (gid) and a count of the label sets that use it, so
+// that a request's symbols table is made by indexing, not by hashing every
+// label's name and value again, request after request.
+type symbols struct {
+	byStr map[string]uint32
+	str   []string // by gid
+	refs  []int32  // by gid
 	free  []uint32
+	of    [][]uint32 // by series id: the gids of its labels' names and values (nil: not made yet)
+	// A request's symbol of a gid is ref[gid] when stamp[gid] is the
+	// request's epoch.
+	stamp, ref []uint32
+	epoch      uint32
+}
+
+// intern returns the gid of s and holds it once more.
+func (y *symbols) intern(s string) uint32 {
+	g, ok := y.byStr[s]
+	if !ok {
+		if n := len(y.free); n > 0 {
+			g, y.free = y.free[n-1], y.free[:n-1]
+		} else {
+			g = uint32(len(y.str))
+			y.str, y.refs = append(y.str, ""), append(y.refs, 0)
+		}
+		y.str[g] = s
+		if y.byStr == nil {
+			y.byStr = map[string]uint32{}
+		}
+		y.byStr[s] = g
+	}
+	y.refs[g]++
+	return g
+}
+
+// symsOf returns the gids of series id's labels (name, value, ...),
+// interning them the first time. t is held by the pusher's lock.
+func (t *table) symsOf(id uint32) []uint32 {
+	y := &t.syms
+	if int(id) >= len(y.of) {
+		y.of = append(y.of, make([][]uint32, int(id)+1-len(y.of))...)
+	}
+	if y.of[id] == nil {
+		g := make([]uint32, 0, 2*len(t.labels[id]))
+		for _, l := range t.labels[id] {
+			g = append(g, y.intern(l.Name), y.intern(l.Value))
+		}
+		y.of[id] = g
+	}
+	return y.of[id]
+}
+
+// dropSyms lets go of series id's gids.
+func (y *symbols) dropSyms(id uint32) {
+	if int(id) >= len(y.of) {
+		return
+	}
+	for _, g := range y.of[id] {
+		if y.refs[g]--; y.refs[g] == 0 {
+			delete(y.byStr, y.str[g])
+			y.str[g] = ""
+			y.free = append(y.free, g)
+		}
+	}
+	y.of[id] = nil
+}
+
+// request starts a request's symbols table: the empty string first, as
+// remote write 2.0 requires.
+func (y *symbols) request() []string {
+	if len(y.stamp) < len(y.str) {
+		n := len(y.str) - len(y.stamp)
+		y.stamp, y.ref = append(y.stamp, make([]uint32, n)...), append(y.ref, make([]uint32, n)...)
+	}
+	if y.epoch++; y.epoch == 0 { // wrapped: no stamp may match a new epoch
+		clear(y.stamp)
+		y.epoch = 1
+	}
+	return []string{""}
+}
+
+// symbolize returns gid's number in the request's symbols table syms,
+// adding it the first time.
+func (y *symbols) symbolize(syms *[]string, g uint32) uint32 {
+	if y.stamp[g] != y.epoch {
+		y.stamp[g] = y.epoch
+		if s := y.str[g]; s == "" {
+			y.ref[g] = 0
+		} else {
+			y.ref[g] = uint32(len(*syms))
+			*syms = append(*syms, s)
+		}
+	}
+	return y.ref[g]
 }
 
 // famMeta is a family's metadata, once per family (interned).
@@ -138,8 +239,9 @@ func (t *table) release(ids []uint32) {
 			if int(id) < len(t.info) {
 				t.info[id], t.start[id], t.prev[id] = seriesInfo{}, 0, 0
 			}
+			t.syms.dropSyms(id)
 			if int(id) < len(t.attrs) {
-				t.attrs[id] = nil
+				t.attrs[id], t.attrsFor[id] = nil, 0
 			}
 			t.free = append(t.free, id)
 		}
@@ -159,45 +261,60 @@ func (t *table) len() int { return len(t.byHash) + len(t.overflow) }
 // emit with its key and sorted labels, in buffers reused for the next;
 // label strings point into the plugins' batches (table.ref copies them).
 func flatten(fams []*guard.Family, external []prompb.Label, emit func(key []byte, ls []prompb.Label, v float64)) {
-	flattenInfo(fams, external, nil, func(key []byte, ls []prompb.Label, v float64, _ seriesInfo) { emit(key, ls, v) })
+	flattenInfo(fams, external, nil, func(key []byte, b *labelBuilder, v float64, _ seriesInfo) { emit(key, b.labels(), v) })
 }
 
 // flattenInfo is flatten that also says what each series is; intern
-// returns the interned metadata of a family (nil: none kept).
-func flattenInfo(fams []*guard.Family, external []prompb.Label, intern func(*guard.Family) *famMeta, emit func(key []byte, ls []prompb.Label, v float64, in seriesInfo)) {
+// returns the interned metadata of a family (nil: none kept). emit gets
+// the series' key; its sorted labels are b.labels(), made only when asked
+// for (a series the table holds already needs its key only).
+func flattenInfo(fams []*guard.Family, external []prompb.Label, intern func(*guard.Family) *famMeta, emit func(key []byte, b *labelBuilder, v float64, in seriesInfo)) {
 	b := labelBuilder{external: external, emit: emit}
 	for _, f := range fams {
 		bucket, sum, count := f.Name+"_bucket", f.Name+"_sum", f.Name+"_count"
 		if intern != nil {
 			b.fam = intern(f)
 		}
+		// Where each label comes from, in name order, once per family:
+		// the series' name, le or quantile, the family's labels, the
+		// external labels.
+		plain := b.plan(b.plain[:0], f.LabelNames, "")
+		b.plain = plain
+		var bound []plan
+		switch f.Type {
+		case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
+			bound = b.plan(b.bound[:0], f.LabelNames, "le")
+		case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
+			bound = b.plan(b.bound[:0], f.LabelNames, "quantile")
+		}
+		b.bound = bound
 		for pi := range f.Parts {
 			p := &f.Parts[pi]
 			c := &p.Chunk
 			for k, n := 0, p.Samples(); k < n; k++ {
 				i := p.Index(k)
-				b.reset(f.LabelNames, c, c.LabelRefs(i))
+				b.reset(c, c.LabelRefs(i))
 				switch f.Type {
 				case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
 					bounds, cum := c.Buckets(i)
 					b.first = true
 					for j, ub := range bounds {
-						b.add(bucket, "le", formatFloat(ub), float64(cum[j]), roleBucket, ub)
+						b.add(bound, bucket, formatFloat(ub), float64(cum[j]), roleBucket, ub)
 					}
-					b.add(bucket, "le", "+Inf", float64(c.Count(i)), roleBucket, math.Inf(1))
-					b.add(sum, "", "", c.Value(i), roleSum, 0)
-					b.add(count, "", "", float64(c.Count(i)), roleCount, 0)
+					b.add(bound, bucket, "+Inf", float64(c.Count(i)), roleBucket, math.Inf(1))
+					b.add(plain, sum, "", c.Value(i), roleSum, 0)
+					b.add(plain, count, "", float64(c.Count(i)), roleCount, 0)
 				case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
 					qs, vs := c.Quantiles(i)
 					b.first = true
 					for j, q := range qs {
-						b.add(f.Name, "quantile", formatFloat(q), vs[j], roleQuantile, q)
+						b.add(bound, f.Name, formatFloat(q), vs[j], roleQuantile, q)
 					}
-					b.add(sum, "", "", c.Value(i), roleSum, 0)
-					b.add(count, "", "", float64(c.Count(i)), roleCount, 0)
+					b.add(plain, sum, "", c.Value(i), roleSum, 0)
+					b.add(plain, count, "", float64(c.Count(i)), roleCount, 0)
 				default:
 					b.first = true
-					b.add(f.Name, "", "", c.Value(i), roleValue, 0)
+					b.add(plain, f.Name, "", c.Value(i), roleValue, 0)
 				}
 			}
 		}
@@ -215,65 +332,127 @@ func formatFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
+// Where a label of a plan takes its value from.
+const (
+	fromLabels uint8 = iota // the family's label own (when not empty), else the external one
+	fromName                // the series' name (__name__)
+	fromExtra               // le or quantile
+)
+
+// plan is one label name of a family's series, in name order: where its
+// value comes from.
+type plan struct {
+	name string
+	from uint8
+	own  int // index in the family's label names, -1: none
+	ext  int // index in the external labels, -1: none
+}
+
 // labelBuilder makes the sorted label sets of one metric's series.
 type labelBuilder struct {
-	external []prompb.Label // sorted
-	// own is the metric's labels and the external labels it lacks, sorted:
-	// made once per metric, for the several series of a histogram.
-	own   []prompb.Label
-	ls    []prompb.Label
-	key   []byte
-	fam   *famMeta
-	first bool // the next series added starts a data point
-	emit  func(key []byte, ls []prompb.Label, v float64, in seriesInfo)
+	external     []prompb.Label // sorted
+	plain, bound []plan         // the current family's plans (reused buffers)
+	vals         []string       // the current metric's label values, by the family's label index
+	// The current series: its plan, name and le or quantile value, and
+	// its labels once made (valid: ls is this series').
+	cur            []plan
+	name, extraVal string
+	ls             []prompb.Label
+	valid          bool
+	key            []byte
+	fam            *famMeta
+	first          bool // the next series added starts a data point
+	emit           func(key []byte, b *labelBuilder, v float64, in seriesInfo)
 }
 
-func byName(x prompb.Label, name string) int { return strings.Compare(x.Name, name) }
-
-// insert puts l into ls, sorted by name; a label of the same name is
-// replaced when replace is set, else kept.
-func insert(ls []prompb.Label, l prompb.Label, replace bool) []prompb.Label {
-	i, found := slices.BinarySearchFunc(ls, l.Name, byName)
-	switch {
-	case !found:
-		return slices.Insert(ls, i, l)
-	case replace:
-		ls[i] = l
+// plan returns, in buf, the labels of a family's series whose label names
+// are names, with the extra label (le, quantile; "" for none): the text
+// exposition's label set, sorted by name, as Prometheus reads it. A label
+// of the family whose value is empty is no label (Prometheus reads the
+// text so); the external labels fill in the names the series lacks; the
+// name, le and quantile are the series' own and win over any other.
+func (b *labelBuilder) plan(buf []plan, names []string, extra string) []plan {
+	buf = buf[:0]
+	at := func(name string) int {
+		for i := range buf {
+			if buf[i].name == name {
+				return i
+			}
+		}
+		buf = append(buf, plan{name: name, own: -1, ext: -1})
+		return len(buf) - 1
 	}
-	return ls
+	for j, n := range names {
+		buf = append(buf, plan{name: n, own: j, ext: -1})
+	}
+	for e, l := range b.external {
+		buf[at(l.Name)].ext = e
+	}
+	buf[at("__name__")].from = fromName
+	if extra != "" {
+		buf[at(extra)].from = fromExtra
+	}
+	slices.SortStableFunc(buf, func(x, y plan) int { return strings.Compare(x.name, y.name) })
+	return buf
 }
 
-func (b *labelBuilder) reset(names []string, c *wire.Chunk, refs []uint32) {
-	b.own = b.own[:0]
-	for j, ref := range refs {
-		if v := c.String(ref); v != "" { // an empty value is no label, as Prometheus reads the text
-			b.own = append(b.own, prompb.Label{Name: names[j], Value: v})
+// reset reads a metric's label values, for its series that follow.
+func (b *labelBuilder) reset(c *wire.Chunk, refs []uint32) {
+	b.vals = b.vals[:0]
+	for _, ref := range refs {
+		b.vals = append(b.vals, c.String(ref))
+	}
+}
+
+// value is the value of label e of the current series, and whether the
+// series has that label.
+func (b *labelBuilder) value(e *plan) (string, bool) {
+	switch e.from {
+	case fromName:
+		return b.name, true
+	case fromExtra:
+		return b.extraVal, true
+	}
+	if e.own >= 0 {
+		if v := b.vals[e.own]; v != "" {
+			return v, true
 		}
 	}
-	slices.SortFunc(b.own, func(x, y prompb.Label) int { return strings.Compare(x.Name, y.Name) })
-	for _, e := range b.external {
-		b.own = insert(b.own, e, false)
+	if e.ext >= 0 {
+		return b.external[e.ext].Value, true
 	}
+	return "", false
 }
 
-// add emits the series name{own labels, extra=extraVal, external labels
-// the series lacks} with value v.
-func (b *labelBuilder) add(name, extra, extraVal string, v float64, role uint8, bound float64) {
-	ls := append(b.ls[:0], b.own...)
-	ls = insert(ls, prompb.Label{Name: "__name__", Value: name}, true)
-	if extra != "" {
-		// le and quantile are the series' own: they win over an external
-		// label of that name.
-		ls = insert(ls, prompb.Label{Name: extra, Value: extraVal}, true)
-	}
+// add emits the series name{labels of plan p, with extraVal for le or
+// quantile} with value v.
+func (b *labelBuilder) add(p []plan, name, extraVal string, v float64, role uint8, bound float64) {
+	b.cur, b.name, b.extraVal, b.valid = p, name, extraVal, false
 	key := b.key[:0]
-	for _, l := range ls {
-		key = append(key, l.Name...)
-		key = append(key, 0xff)
-		key = append(key, l.Value...)
-		key = append(key, 0xff)
+	for i := range p {
+		if val, ok := b.value(&p[i]); ok {
+			key = append(key, p[i].name...)
+			key = append(key, 0xff)
+			key = append(key, val...)
+			key = append(key, 0xff)
+		}
 	}
-	b.ls, b.key = ls, key
-	b.emit(key, ls, v, seriesInfo{fam: b.fam, role: role, first: b.first, bound: bound})
+	b.key = key
+	b.emit(key, b, v, seriesInfo{fam: b.fam, role: role, first: b.first, bound: bound})
 	b.first = false
+}
+
+// labels returns the current series' labels, sorted by name, in a buffer
+// reused for the next series.
+func (b *labelBuilder) labels() []prompb.Label {
+	if !b.valid {
+		ls := b.ls[:0]
+		for i := range b.cur {
+			if val, ok := b.value(&b.cur[i]); ok {
+				ls = append(ls, prompb.Label{Name: b.cur[i].name, Value: val})
+			}
+		}
+		b.ls, b.valid = ls, true
+	}
+	return b.ls
 }

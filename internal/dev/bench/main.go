@@ -21,6 +21,8 @@
 //  8. plexporter-textfile vs node_exporter --collector.textfile (1,000 files
 //     of 100 series; files unchanged and all rewritten between scrapes;
 //     back-to-back, one scrape per second and one per 15 s)
+//  9. push (remote write 1.0, 2.0, OTLP) of 100k series vs a scrape of them
+//     (host + 1 plugin; issue 31)
 //
 // Every figure is the median of -runs runs; a run repeats scrapes for at
 // least -min-run. CPU is each process's CPU clock (processCPU: what
@@ -96,7 +98,7 @@ func run() int {
 	flag.IntVar(&h.runs, "runs", 5, "runs per measurement (the median is reported); at least 5 for the report")
 	flag.DurationVar(&h.minRun, "min-run", 400*time.Millisecond, "minimum duration of one run (scrapes repeat until it has passed)")
 	flag.StringVar(&sizes, "sizes", "1000,10000,100000", "series counts of scenario 1")
-	flag.StringVar(&scen, "scenarios", "1,2,3,4,5,6,7,8", "scenarios to run (comma-separated)")
+	flag.StringVar(&scen, "scenarios", "1,2,3,4,5,6,7,8,9", "scenarios to run (comma-separated)")
 	flag.StringVar(&paces, "paces", "0,1s,15s", "paces of the plexporter-vs-node_exporter scenarios (2, 3, 7): 0 is back to back, else one scrape of each exporter per duration; the slowest is the headline")
 	flag.IntVar(&h.scrapes, "scrapes", 20, "rounds (one scrape of each exporter) at each timed pace under 10s")
 	flag.IntVar(&h.scrapesSlow, "scrapes-slow", 8, "rounds at each pace of 10s or more (the 15 s pace: (N+1)×15 s, shared by scenarios 2, 3 and 7)")
@@ -215,6 +217,7 @@ func run() int {
 		{"5", "cold start and memory", h.scenarioStartup, false},
 		{"6", "concurrent scrapers", h.scenarioConcurrency, false},
 		{"8", "textfile vs node_exporter textfile", h.scenarioTextfile, false},
+		{"9", "push vs scrape", h.scenarioPush, false},
 	}
 	for _, s := range steps {
 		if !h.scenarios[s.id] {
