@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -121,6 +125,17 @@ push:
 // staleness markers.
 func TestPushRemoteWrite2FromTheHost(t *testing.T) {
 	got := &snapshots{}
+	srv := httptest.NewServer(rw2Receiver(got))
+	defer srv.Close()
+	h := startHost(t, []string{"alpha"}, fmt.Sprintf(pushConfig, srv.URL+"/api/v1/write", "prometheus.remote_write.v2"))
+	comparePushed(t, h, got, map[dto.MetricType]string{
+		dto.MetricType_GAUGE: "METRIC_TYPE_GAUGE", dto.MetricType_COUNTER: "METRIC_TYPE_COUNTER", dto.MetricType_HISTOGRAM: "METRIC_TYPE_HISTOGRAM",
+	})
+}
+
+// rw2Receiver is client_golang's remote write handler taking 2.0, keeping
+// what it gets in got.
+func rw2Receiver(got *snapshots) http.Handler {
 	store := storeFunc(func(r *http.Request, _ remote.WriteMessageType) (*remote.WriteResponse, error) {
 		resp := remote.NewWriteResponse()
 		body, _ := io.ReadAll(r.Body)
@@ -142,12 +157,7 @@ func TestPushRemoteWrite2FromTheHost(t *testing.T) {
 		}
 		return resp, nil
 	})
-	srv := httptest.NewServer(remote.NewWriteHandler(store, remote.MessageTypes{remote.WriteV2MessageType}))
-	defer srv.Close()
-	h := startHost(t, []string{"alpha"}, fmt.Sprintf(pushConfig, srv.URL+"/api/v1/write", "prometheus.remote_write.v2"))
-	comparePushed(t, h, got, map[dto.MetricType]string{
-		dto.MetricType_GAUGE: "METRIC_TYPE_GAUGE", dto.MetricType_COUNTER: "METRIC_TYPE_COUNTER", dto.MetricType_HISTOGRAM: "METRIC_TYPE_HISTOGRAM",
-	})
+	return remote.NewWriteHandler(store, remote.MessageTypes{remote.WriteV2MessageType})
 }
 
 // staleNaNBits is Prometheus's staleness marker.
@@ -165,7 +175,16 @@ func (f storeFunc) Store(r *http.Request, m remote.WriteMessageType) (*remote.Wr
 // points are flagged NoRecordedValue.
 func TestPushOTLPFromTheHost(t *testing.T) {
 	got := &snapshots{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(otlpReceiver(got))
+	defer srv.Close()
+	h := startHost(t, []string{"alpha"}, fmt.Sprintf(pushConfig, srv.URL+"/v1/metrics", "otlp"))
+	comparePushed(t, h, got, map[dto.MetricType]string{dto.MetricType_GAUGE: "gauge", dto.MetricType_COUNTER: "sum", dto.MetricType_HISTOGRAM: "histogram"})
+}
+
+// otlpReceiver decodes OTLP/HTTP requests with the OTLP protos, keeping
+// each data point in got as the Prometheus series it stands for.
+func otlpReceiver(got *snapshots) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		zr, err := gzip.NewReader(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -229,8 +248,104 @@ func TestPushOTLPFromTheHost(t *testing.T) {
 		out, _ := proto.Marshal(&colmetricpb.ExportMetricsServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.Write(out)
-	}))
-	defer srv.Close()
-	h := startHost(t, []string{"alpha"}, fmt.Sprintf(pushConfig, srv.URL+"/v1/metrics", "otlp"))
-	comparePushed(t, h, got, map[dto.MetricType]string{dto.MetricType_GAUGE: "gauge", dto.MetricType_COUNTER: "sum", dto.MetricType_HISTOGRAM: "histogram"})
+	})
+}
+
+// TestPushSpoolSurvivesAHostCrashV2AndOTLP is TestPushSpoolSurvivesAHostCrash
+// with remote write 2.0 and OTLP, against receivers of their own packages:
+// the host spools while nothing listens at the push URL, is killed
+// (SIGKILL), and a new host on the same spool sends the killed one's
+// snapshots once the receiver is up, before its own: every spooled
+// timestamp arrives once, and the timestamps arrive in order.
+func TestPushSpoolSurvivesAHostCrashV2AndOTLP(t *testing.T) {
+	for _, c := range []struct {
+		protocol, path, ext string
+		receiver            func(*snapshots) http.Handler
+	}{
+		{"prometheus.remote_write.v2", "/api/v1/write", ".rw2", rw2Receiver},
+		{"otlp", "/v1/metrics", ".otlp", otlpReceiver},
+	} {
+		t.Run(c.protocol, func(t *testing.T) {
+			addr := freePort(t)
+			spool := filepath.Join(t.TempDir(), "spool")
+			cfg := fmt.Sprintf(`  alpha: {config: {series: 2}}
+push:
+  url: http://%s%s
+  protocol: %s
+  interval: 500ms
+  external_labels: {job: pushed}
+  min_backoff: 50ms
+  max_backoff: 200ms
+  spool_dir: %s
+`, addr, c.path, c.protocol, spool)
+			first := startHost(t, []string{"alpha"}, cfg)
+			var files []string
+			first.waitFor(minWait, "three snapshots spooled", func() bool {
+				files, _ = filepath.Glob(filepath.Join(spool, "*"+c.ext))
+				return len(files) >= 3
+			})
+			first.cmd.Process.Kill()
+			first.cmd.Wait()
+			files, _ = filepath.Glob(filepath.Join(spool, "*"+c.ext))
+			var stamps []int64
+			for _, f := range files {
+				ms, _, _ := strings.Cut(filepath.Base(f), "-")
+				n, err := strconv.ParseInt(ms, 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stamps = append(stamps, n)
+			}
+			t.Logf("the killed host left %d snapshots in the spool", len(stamps))
+
+			got := &snapshots{}
+			second := startHost(t, []string{"alpha"}, cfg)
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewUnstartedServer(c.receiver(got))
+			srv.Listener.Close()
+			srv.Listener = ln
+			srv.Start()
+			defer srv.Close()
+			second.waitFor(minWait, "the spool emptied", func() bool {
+				left, _ := filepath.Glob(filepath.Join(spool, "*"+c.ext))
+				for _, l := range left {
+					if slices.Contains(files, l) {
+						return false
+					}
+				}
+				return true
+			})
+			got.mu.Lock()
+			defer got.mu.Unlock()
+			for _, at := range stamps {
+				n := 0
+				for _, ps := range got.by[at] {
+					if ps.metric["__name__"] == "plexporter_build_info" {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("at %d the receiver got plexporter_build_info %d times, want once: the killed host's snapshot", at, n)
+				}
+			}
+			for i := 1; i < len(got.order); i++ {
+				if got.order[i] <= got.order[i-1] {
+					t.Errorf("timestamps arrived out of order: %v", got.order)
+					break
+				}
+			}
+			if len(got.order) < len(stamps) || !slices.Equal(got.order[:len(stamps)], stamps) {
+				t.Errorf("arrived %v, want the spool's %v first", got.order, stamps)
+			}
+			_, mfs := second.scrape("")
+			for _, r := range []string{"rejected", "other_protocol", "error"} {
+				if v := value(mfs, "plexporter_push_samples_dropped_total", "reason", r); v != 0 {
+					t.Errorf("dropped{%s}: %v", r, v)
+				}
+			}
+		})
+	}
 }

@@ -413,8 +413,8 @@ func (t *table) startOf(id uint32, ts int64, v float64) int64 {
 // 429 with exponential backoff and jitter between min_backoff and
 // max_backoff (plus a Retry-After), until it is accepted or ctx ends; it
 // never retries another 4xx. It returns the answer's partial success.
-func (p *Pusher) otlpWrite(ctx context.Context, req *colmetricpb.ExportMetricsServiceRequest, onRetry func(error)) (rejected int64, msg string, err error) {
-	body, err := otlpBody(req)
+func (p *Pusher) otlpWrite(ctx context.Context, req any, onRetry func(error)) (rejected int64, msg string, err error) {
+	body, err := otlpPosted(req)
 	if err != nil {
 		return 0, "", err
 	}

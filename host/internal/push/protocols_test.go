@@ -530,12 +530,3 @@ func TestOTLPRejectionsAndPartialSuccess(t *testing.T) {
 		t.Errorf("the OTLP receiver decoded %d requests, want 1", n)
 	}
 }
-
-func TestSpoolNeedsRemoteWrite1(t *testing.T) {
-	for _, proto := range []string{config.PushRemoteWriteV2, config.PushOTLP} {
-		c := config.Push{URL: "http://x/", Protocol: proto, SpoolDir: t.TempDir()}
-		if _, err := New(c, nil, "t", nil); err == nil || !strings.Contains(err.Error(), "spool_dir") {
-			t.Errorf("%s with a spool: %v", proto, err)
-		}
-	}
-}

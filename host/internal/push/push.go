@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,7 +29,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/klauspost/compress/snappy"
 
 	"github.com/prometheus/client_golang/exp/api/remote"
 	writev2 "github.com/prometheus/client_golang/exp/api/remote/genproto/v2"
@@ -40,6 +44,7 @@ import (
 
 	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/internal/guard"
+	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
 // Defaults of the push: section's zero values.
@@ -82,19 +87,25 @@ func WithDefaults(c config.Push) config.Push {
 	return c
 }
 
-// snapshot is one snapshot's samples: series ids into the table and values,
-// all at one timestamp.
+// snapshot is one snapshot's samples, all at one timestamp. Without a
+// spool: series ids into the table and values, encoded when sent. With a
+// spool: encoded at once, in the snapshot's order (an OTLP counter's
+// start time is the state of that order), as the bodies of its requests,
+// held in memory until they are on disk, then on disk only.
 type snapshot struct {
 	ts     int64 // milliseconds
+	n      int   // samples
 	ids    []uint32
 	values []float64
 	done   int // samples sent or rejected already
 
+	frames  []frame   // with a spool: the requests, while not on disk
+	next    int       // with a spool: frames sent or rejected already
 	file    spoolFile // with spooled, its copy on disk
 	spooled bool
 }
 
-func (b *snapshot) unsent() int { return len(b.ids) - b.done }
+func (b *snapshot) unsent() int { return b.n - b.done }
 
 // Pusher pushes snapshots. It is also the prometheus.Collector of its
 // self-metrics.
@@ -114,21 +125,25 @@ type Pusher struct {
 
 	mu       sync.Mutex
 	tab      *table
-	ring     []*snapshot // oldest first
+	ring     []*snapshot // oldest first; with a spool, the files a previous run left first
 	pending  int         // unsent samples in ring
 	inFlight bool        // ring[0] is being sent
-	// With a spool: the files a previous run left, oldest first, sent
-	// before the ring.
-	spool           *spool
-	backlog         []spoolFile
-	backlogInFlight bool
-	spoolErrors     float64
-	last            []uint32 // ids of the last snapshot, held
-	mark            []uint32 // by id: the snapshot number that last saw it
-	snaps           uint32
-	idBuf           []uint32
-	valBuf          []float64
-	failing         bool
+	// With a spool, the ring's snapshots are on disk: max_pending_samples
+	// bounds those held in memory only (not written yet, or not
+	// writable).
+	spool       *spool
+	spoolErrors float64
+	last        []uint32 // ids of the last snapshot, held
+	mark        []uint32 // by id: the snapshot number that last saw it
+	snaps       uint32
+	idBuf       []uint32
+	valBuf      []float64
+	failing     bool
+	// With a spool and OTLP: the counters' start times the last run
+	// left at its clean shutdown, by series key, taken up when a series
+	// is first seen, until spool_max_age after the start.
+	priorStarts map[string]counterStart
+	priorUntil  time.Time
 
 	sent, failed float64
 	dropped      map[string]float64
@@ -142,7 +157,11 @@ const (
 	DropShutdown  = "shutdown"   // still pending when the flush timeout ended
 	DropError     = "error"      // the request could not be made (encoding)
 	DropTooOld    = "too_old"    // with a spool: older than spool_max_age
-	DropSpoolFull = "spool_full" // with a spool: over spool_max_bytes
+	DropSpoolFull = "spool_full" // with a spool: over spool_max_bytes, or the disk full
+	// DropOtherProtocol: with a spool, files an earlier run wrote in
+	// another protocol (push.protocol changed): they cannot be posted in
+	// this one.
+	DropOtherProtocol = "other_protocol"
 )
 
 // New returns a Pusher for cfg (defaults applied) reading src.
@@ -156,9 +175,6 @@ func New(cfg config.Push, src Source, userAgent string, log *slog.Logger) (*Push
 	}
 	if err := config.CheckPushProtocol(cfg.Protocol); err != nil {
 		return nil, fmt.Errorf("push: protocol: %w", err)
-	}
-	if cfg.SpoolDir != "" && cfg.Protocol != config.PushRemoteWriteV1 {
-		return nil, fmt.Errorf("push: spool_dir %s works with protocol %s only so far (the spool keeps remote write 1.0 requests); unset push.spool_dir (--push.spool-dir) or push with %s", cfg.SpoolDir, config.PushRemoteWriteV1, config.PushRemoteWriteV1)
 	}
 	client, err := promconfig.NewClientFromConfig(cfg.HTTPClientConfig, "plexporter_push", promconfig.WithUserAgent(userAgent))
 	if err != nil {
@@ -182,14 +198,51 @@ func New(cfg config.Push, src Source, userAgent string, log *slog.Logger) (*Push
 		}
 	}
 	if cfg.SpoolDir != "" {
-		sp, err := openSpool(cfg.SpoolDir, cfg.SpoolMaxBytes, cfg.SpoolMaxAge)
+		sp, others, err := openSpool(cfg.SpoolDir, cfg.Protocol, cfg.SpoolMaxBytes, cfg.SpoolMaxAge)
 		if err != nil {
 			return nil, err
 		}
-		p.spool, p.backlog = sp, slices.Clone(sp.files)
-		p.dropped[DropTooOld], p.dropped[DropSpoolFull] = 0, 0
-		if len(p.backlog) > 0 {
-			log.Info("push: the spool holds snapshots of an earlier run; they are sent first", "dir", cfg.SpoolDir, "files", len(p.backlog), "bytes", sp.bytes)
+		p.spool = sp
+		p.dropped[DropTooOld], p.dropped[DropSpoolFull], p.dropped[DropOtherProtocol] = 0, 0, 0
+		for _, proto := range slices.Sorted(maps.Keys(others)) {
+			samples := 0
+			for _, f := range others[proto] {
+				samples += f.samples
+				os.Remove(filepath.Join(sp.dir, f.name))
+			}
+			p.dropped[DropOtherProtocol] += float64(samples)
+			log.Warn("push: the spool holds snapshots an earlier run wrote in another protocol; they cannot be posted as "+cfg.Protocol+" and are dropped", "dir", cfg.SpoolDir, "files", len(others[proto]), "samples", samples, "protocol", proto)
+		}
+		// Past the bounds already (the age, or a smaller
+		// spool_max_bytes): dropped before the sender can take them.
+		cutoff := p.now().Add(-sp.maxAge).UnixMilli()
+		for _, f := range slices.Clone(sp.files) {
+			reason := ""
+			switch {
+			case f.ts < cutoff:
+				reason = DropTooOld
+			case sp.bytes > sp.maxBytes:
+				reason = DropSpoolFull
+			default:
+				p.ring = append(p.ring, &snapshot{ts: f.ts, n: f.samples, file: f, spooled: true})
+				p.pending += f.samples
+				continue
+			}
+			p.dropped[reason] += float64(f.samples)
+			sp.remove(f)
+			log.Warn("push: dropped a spool file of an earlier run", "file", filepath.Join(sp.dir, f.name), "samples", f.samples, "reason", reason)
+		}
+		if len(sp.files) > 0 {
+			log.Info("push: the spool holds snapshots of an earlier run; they are sent first", "dir", cfg.SpoolDir, "files", len(sp.files), "samples", p.pending, "bytes", sp.bytes)
+		}
+		if cfg.Protocol == config.PushOTLP {
+			starts, err := sp.loadStarts()
+			if err != nil {
+				log.Warn("push: cannot read the counter start times the last run left; counters start anew", "file", filepath.Join(sp.dir, startsFile), "err", err)
+			}
+			p.priorStarts, p.priorUntil = starts, p.now().Add(sp.maxAge)
+		} else {
+			os.Remove(filepath.Join(sp.dir, startsFile)) // an OTLP run's
 		}
 	}
 	for n, v := range cfg.ExternalLabels {
@@ -247,11 +300,14 @@ func (p *Pusher) Run(ctx context.Context) {
 		p.tab.release(b.ids)
 	}
 	p.ring, p.pending = nil, 0
+	if p.spool != nil && p.cfg.Protocol == config.PushOTLP {
+		p.saveStarts()
+	}
 	if lost > 0 {
 		p.dropped[DropShutdown] += float64(lost)
 		p.log.Warn("push: samples still unsent at shutdown were dropped", "samples", lost, "flush_timeout", p.cfg.FlushTimeout)
 	}
-	if kept > 0 || len(p.backlog) > 0 {
+	if kept > 0 {
 		p.log.Info("push: unsent snapshots stay in the spool for the next start", "samples", kept, "dir", p.spool.dir, "files", len(p.spool.files))
 	}
 }
@@ -293,10 +349,22 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 		}
 		p.mark[id] = p.snaps
 		p.tab.setInfo(id, in)
+		if p.priorStarts != nil && p.tab.start[id] == 0 && in.fam != nil &&
+			(in.role == roleCount || (in.role == roleValue && in.fam.typ == pluginv1.MetricType_METRIC_TYPE_COUNTER)) {
+			if st, ok := p.priorStarts[string(key)]; ok {
+				// The series as the last run left it: its start holds
+				// while its value does not decrease (startOf).
+				p.tab.start[id], p.tab.prev[id] = st.start, st.prev
+				delete(p.priorStarts, string(key))
+			}
+		}
 		b.ids, b.values = append(b.ids, id), append(b.values, v)
 	})
+	if p.priorStarts != nil && (len(p.priorStarts) == 0 || ts.After(p.priorUntil)) {
+		p.priorStarts = nil
+	}
 	p.enqueue(b)
-	if p.spool != nil && len(b.ids) > 0 {
+	if p.spool != nil && b.n > 0 {
 		p.spoolSnapshot(b)
 	}
 }
@@ -336,7 +404,8 @@ func (p *Pusher) enqueue(b *snapshot) {
 	// hour holds hundreds of these.
 	p.idBuf, p.valBuf = b.ids, b.values
 	b.ids, b.values = slices.Clone(b.ids), slices.Clone(b.values)
-	if len(b.ids) == 0 {
+	b.n = len(b.ids)
+	if b.n == 0 {
 		return
 	}
 	p.ring = append(p.ring, b)
@@ -348,17 +417,46 @@ func (p *Pusher) enqueue(b *snapshot) {
 	}
 }
 
-// spoolSnapshot writes b to the spool. p.mu is held, and let go of while
-// the file is written.
+// spoolSnapshot encodes b, the ring's newest snapshot, into the bodies
+// of its requests, lets go of its samples, and writes it to the spool.
+// On a full disk the oldest spooled snapshots are dropped to make room
+// (counted as spool_full); a snapshot that cannot be written stays in
+// memory (its bodies) and is counted in spool_errors. p.mu is held, and
+// let go of while the file is written.
 func (p *Pusher) spoolSnapshot(b *snapshot) {
-	raw, err := p.request(b, len(b.ids)).marshal()
-	f := p.spool.name(b.ts, len(b.ids))
-	if err == nil {
-		p.mu.Unlock()
-		f, err = p.spool.store(f, raw)
-		p.mu.Lock()
+	var frames []frame
+	for b.done < b.n {
+		n := p.chunk(b)
+		body, err := requestBody(p.encode(b, n))
+		if err != nil {
+			// Not expected (the encoders' messages always marshal):
+			// the snapshot goes, counted, as send would count it.
+			p.dropped[DropError] += float64(b.n)
+			p.log.Error("push: cannot encode the snapshot; its samples are dropped", "samples", b.n, "err", err)
+			b.done = b.n
+			p.tab.release(b.ids)
+			p.ring = slices.DeleteFunc(p.ring, func(x *snapshot) bool { return x == b })
+			p.pending -= b.n
+			return
+		}
+		frames = append(frames, frame{samples: n, body: body})
+		b.done += n
 	}
-	if err != nil {
+	b.done = 0
+	p.tab.release(b.ids)
+	b.ids, b.values, b.frames = nil, nil, frames
+	f := p.spool.name(b.ts, b.n)
+	for {
+		p.mu.Unlock()
+		stored, err := p.spool.store(f, frames)
+		p.mu.Lock()
+		if err == nil {
+			f = stored
+			break
+		}
+		if (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && p.dropOldestSpooled(b, err.Error()) {
+			continue
+		}
 		p.spoolErrors++
 		p.log.Error("push: cannot write the snapshot to the spool; it is kept in memory only (a restart loses it)", "dir", p.spool.dir, "err", err)
 		return
@@ -368,69 +466,133 @@ func (p *Pusher) spoolSnapshot(b *snapshot) {
 		return
 	}
 	p.spool.add(f)
-	b.file, b.spooled = f, true
+	b.file, b.spooled, b.frames = f, true, nil
 	p.trim()
 }
 
-// trim keeps the ring within max_pending_samples and, with a spool, the
-// spool within its bytes and age, dropping the oldest first: never what
-// is being sent, nor the newest snapshot. p.mu is held.
+// saveStarts writes the start times of the last snapshot's counters (and
+// histograms' and summaries' counts) for the next run, so that a clean
+// restart is not a reset to an OTLP receiver: the spooled requests carry
+// the start times they were encoded with, and the next run's own keep
+// them while the values do not decrease. p.mu is held.
+func (p *Pusher) saveStarts() {
+	starts := map[string]counterStart{}
+	for _, id := range p.last {
+		if int(id) < len(p.tab.start) && p.tab.start[id] != 0 {
+			starts[p.tab.keys[id]] = counterStart{start: p.tab.start[id], prev: p.tab.prev[id]}
+		}
+	}
+	if err := p.spool.saveStarts(starts); err != nil {
+		p.log.Warn("push: cannot keep the counters' start times for the next start; its counters start anew", "file", filepath.Join(p.spool.dir, startsFile), "err", err)
+	}
+}
+
+// requestBody is req, a request of encode, as it is posted: remote
+// write's protobuf snappy-compressed, OTLP's gzipped.
+func requestBody(req any) ([]byte, error) {
+	var raw []byte
+	var err error
+	switch r := req.(type) {
+	case *colmetricpb.ExportMetricsServiceRequest:
+		return otlpBody(r)
+	case *writev2.Request:
+		raw, err = r.MarshalVT()
+	case *writeRequest:
+		raw, err = r.marshal()
+	default:
+		return nil, fmt.Errorf("push: no body for %T", req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return snappy.Encode(nil, raw), nil
+}
+
+// dropOldestSpooled drops the oldest snapshot on disk other than keep and
+// the one being sent, to make room on a full disk; false when there is
+// none. p.mu is held.
+func (p *Pusher) dropOldestSpooled(keep *snapshot, why string) bool {
+	for i, old := range p.ring {
+		if old == keep || (i == 0 && p.inFlight) || !old.spooled {
+			continue
+		}
+		n := old.unsent()
+		p.pending -= n
+		p.dropped[DropSpoolFull] += float64(n)
+		p.tab.release(old.ids)
+		p.spool.remove(old.file)
+		p.ring = slices.Delete(p.ring, i, i+1)
+		p.log.Warn("push: dropped the oldest snapshot of the spool to make room", "reason", DropSpoolFull, "samples", n, "dir", p.spool.dir, "why", why)
+		return true
+	}
+	return false
+}
+
+// trim keeps the ring within max_pending_samples (with a spool: what it
+// holds in memory) and, with a spool, the spool within its bytes and age,
+// dropping the oldest first: never what is being sent, nor the newest
+// snapshot. p.mu is held.
 func (p *Pusher) trim() {
 	var cutoff int64
 	if p.spool != nil {
 		cutoff = p.now().Add(-p.spool.maxAge).UnixMilli()
-		first := 0
-		if p.backlogInFlight {
-			first = 1
-		}
-		for len(p.backlog) > first && (p.backlog[first].ts < cutoff || p.spool.bytes > p.spool.maxBytes) {
-			f := p.backlog[first]
-			reason := DropSpoolFull
-			if f.ts < cutoff {
-				reason = DropTooOld
-			}
-			p.dropped[reason] += float64(f.samples)
-			p.log.Warn("push: dropped a spool file of an earlier run", "file", f.name, "reason", reason)
-			p.spool.remove(f)
-			p.backlog = slices.Delete(p.backlog, first, first+1)
-		}
 	}
 	first := 0
 	if p.inFlight {
 		first = 1
 	}
-	for len(p.ring) > first+1 {
-		old := p.ring[first]
+	inMemory := p.pending
+	if p.spool != nil {
+		inMemory = 0
+		for _, b := range p.ring {
+			if !b.spooled {
+				inMemory += b.unsent()
+			}
+		}
+	}
+	for i := first; i < len(p.ring)-1; {
+		old := p.ring[i]
 		var reason string
 		switch {
-		case p.pending > p.cfg.MaxPendingSamples:
-			reason = DropRingFull
 		case p.spool != nil && old.ts < cutoff:
 			reason = DropTooOld
-		case p.spool != nil && p.spool.bytes > p.spool.maxBytes:
+		case p.spool != nil && p.spool.bytes > p.spool.maxBytes && old.spooled:
 			reason = DropSpoolFull
+		case inMemory > p.cfg.MaxPendingSamples && (p.spool == nil || !old.spooled):
+			reason = DropRingFull
 		}
 		if reason == "" {
+			if p.spool != nil && (inMemory > p.cfg.MaxPendingSamples || p.spool.bytes > p.spool.maxBytes) {
+				i++ // with a spool: what is over its bound may come later
+				continue
+			}
 			break
 		}
 		n := old.unsent()
 		p.pending -= n
+		if !old.spooled {
+			inMemory -= n
+		}
 		p.dropped[reason] += float64(n)
 		p.tab.release(old.ids)
 		if old.spooled {
 			p.spool.remove(old.file)
 		}
-		p.ring = slices.Delete(p.ring, first, first+1)
+		p.ring = slices.Delete(p.ring, i, i+1)
 		p.log.Warn("push: dropped the oldest unsent snapshot", "reason", reason, "samples", n, "max_pending_samples", p.cfg.MaxPendingSamples)
 	}
 }
 
-// sendLoop sends what a previous run left in the spool, then the ring's
-// head, until ctx ends, or until both are empty once stopping is closed.
+// sendLoop sends the ring's head until ctx ends, or until the ring is
+// empty once stopping is closed.
 func (p *Pusher) sendLoop(ctx context.Context, stopping <-chan struct{}) {
+	var (
+		cur       *snapshot // with a spool: the snapshot whose frames
+		curFrames []frame   // were read from its file last
+	)
 	for {
 		p.mu.Lock()
-		for len(p.ring) == 0 && len(p.backlog) == 0 {
+		for len(p.ring) == 0 {
 			p.mu.Unlock()
 			select {
 			case <-stopping:
@@ -441,28 +603,56 @@ func (p *Pusher) sendLoop(ctx context.Context, stopping <-chan struct{}) {
 			}
 			p.mu.Lock()
 		}
-		if len(p.backlog) > 0 {
-			f := p.backlog[0]
-			p.backlogInFlight = true
+		b := p.ring[0]
+		p.inFlight = true
+		var (
+			req any
+			n   int
+			err error
+		)
+		if p.spool == nil {
+			n = p.chunk(b)
+			req = p.encode(b, n)
 			p.mu.Unlock()
-			done := p.sendFile(ctx, f)
+		} else {
+			frames, f := b.frames, b.file
+			p.mu.Unlock()
+			if frames == nil && cur == b {
+				frames = curFrames
+			} else if frames == nil {
+				frames, err = p.spool.read(f, p.cfg.MaxSamplesPerSend)
+				if err != nil {
+					err = fmt.Errorf("reading spool file %s: %w", filepath.Join(p.spool.dir, f.name), err)
+				}
+				cur, curFrames = b, frames
+			}
+			if err == nil && b.next < len(frames) {
+				fr := frames[b.next]
+				n = min(fr.samples, b.unsent())
+				if b.next == len(frames)-1 {
+					n = b.unsent() // the file's last request ends its snapshot
+				}
+				req, err = fr.request(p.cfg.Protocol)
+				if err != nil {
+					err = fmt.Errorf("spool file %s, request %d: %w", filepath.Join(p.spool.dir, f.name), b.next, err)
+				}
+			} else if err == nil {
+				err = fmt.Errorf("spool file %s: no request %d", filepath.Join(p.spool.dir, f.name), b.next)
+			}
+		}
+		if err != nil {
+			// A spool file that cannot be read: its samples are gone.
 			p.mu.Lock()
-			p.backlogInFlight = false
-			if done && len(p.backlog) > 0 && p.backlog[0].name == f.name {
-				p.backlog = p.backlog[1:]
-				p.spool.remove(f)
-			}
+			p.inFlight = false
+			n := b.unsent()
+			p.spoolErrors++
+			p.dropped[DropError] += float64(n)
+			p.log.Error("push: cannot read a spool file; its samples are dropped and the file removed", "samples", n, "err", err)
+			b.next++
+			p.advance(b, n)
 			p.mu.Unlock()
-			if ctx.Err() != nil {
-				return
-			}
 			continue
 		}
-		b := p.ring[0]
-		n := p.chunk(b)
-		req := p.encode(b, n)
-		p.inFlight = true
-		p.mu.Unlock()
 
 		out := p.send(ctx, req, n)
 
@@ -475,34 +665,13 @@ func (p *Pusher) sendLoop(ctx context.Context, stopping <-chan struct{}) {
 			}
 			continue
 		}
+		b.next++
 		p.advance(b, n)
-		p.mu.Unlock()
-	}
-}
-
-// sendFile sends a spool file of a previous run, in requests of at most
-// max_samples_per_send series. It reports whether the file is done with
-// (sent, or its samples dropped); false when ctx ended first.
-func (p *Pusher) sendFile(ctx context.Context, f spoolFile) bool {
-	req, err := p.spool.read(f)
-	if err != nil {
-		p.mu.Lock()
-		p.spoolErrors++
-		p.mu.Unlock()
-		p.log.Error("push: cannot read a spool file; it is removed", "file", filepath.Join(p.spool.dir, f.name), "err", err)
-		return true
-	}
-	for off := 0; off < len(req.Timeseries); {
-		n := min(p.cfg.MaxSamplesPerSend, len(req.Timeseries)-off)
-		if p.send(ctx, &prompb.WriteRequest{Timeseries: req.Timeseries[off : off+n]}, n) == sendAgain {
-			if ctx.Err() != nil {
-				return false
-			}
-			continue
+		if b.unsent() == 0 && cur == b {
+			cur, curFrames = nil, nil
 		}
-		off += n
+		p.mu.Unlock()
 	}
-	return true
 }
 
 // sendOutcome is what became of one request.
@@ -533,11 +702,11 @@ func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 		why      string // and why
 	)
 	switch r := req.(type) {
-	case *colmetricpb.ExportMetricsServiceRequest:
+	case *colmetricpb.ExportMetricsServiceRequest, otlpGzipped:
 		var points int64
 		points, why, err = p.otlpWrite(ctx, r, retry)
 		rejected = int(min(int64(n), points))
-	case *writev2.Request:
+	case *writev2.Request, rw2Message:
 		var stats remote.WriteResponseStats
 		stats, err = p.api.Write(ctx, remote.WriteV2MessageType, r, remote.WithWriteRetryCallback(retry))
 		if err == nil && stats.Samples < n {
@@ -663,8 +832,8 @@ func (s *statusRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 var (
 	descSent        = prometheus.NewDesc("plexporter_push_samples_sent_total", "Samples the receiver accepted.", nil, nil)
 	descFailed      = prometheus.NewDesc("plexporter_push_samples_failed_total", "Samples of requests that failed with a retryable error (5xx, 429, network) and were sent again.", nil, nil)
-	descDropped     = prometheus.NewDesc("plexporter_push_samples_dropped_total", "Samples never sent, by reason: ring_full (over push.max_pending_samples, oldest first), rejected (4xx other than 429, or refused in a 2xx answer: remote write 2.0's written-samples header, OTLP's partial success), shutdown (pending past the flush timeout), error (request not made).", []string{"reason"}, nil)
-	descPending     = prometheus.NewDesc("plexporter_push_pending_samples", "Samples in the ring waiting to be sent.", nil, nil)
+	descDropped     = prometheus.NewDesc("plexporter_push_samples_dropped_total", "Samples never sent, by reason: ring_full (over push.max_pending_samples, oldest first), rejected (4xx other than 429, or refused in a 2xx answer: remote write 2.0's written-samples header, OTLP's partial success), shutdown (pending past the flush timeout), error (request not made, or a spool file unreadable); with a spool: too_old (over push.spool_max_age), spool_full (over push.spool_max_bytes, or the disk full), other_protocol (files an earlier run wrote in another push.protocol).", []string{"reason"}, nil)
+	descPending     = prometheus.NewDesc("plexporter_push_pending_samples", "Samples waiting to be sent: the ring's, in memory or in the spool.", nil, nil)
 	descOldest      = prometheus.NewDesc("plexporter_push_oldest_unsent_timestamp_seconds", "Timestamp of the oldest sample not yet sent (0: none pending).", nil, nil)
 	descLag         = prometheus.NewDesc("plexporter_push_lag_seconds", "How old the oldest unsent sample is (0: none pending).", nil, nil)
 	descLastSuccess = prometheus.NewDesc("plexporter_push_last_success_timestamp_seconds", "When a request last succeeded (0: never).", nil, nil)
@@ -689,16 +858,9 @@ func (p *Pusher) Collect(ch chan<- prometheus.Metric) {
 	for r, v := range p.dropped {
 		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, v, r)
 	}
-	pending := p.pending
-	for _, f := range p.backlog {
-		pending += f.samples
-	}
-	ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(pending))
+	ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(p.pending))
 	oldest, lag := 0.0, 0.0
-	switch {
-	case len(p.backlog) > 0:
-		oldest = float64(p.backlog[0].ts) / 1000
-	case len(p.ring) > 0:
+	if len(p.ring) > 0 {
 		oldest = float64(p.ring[0].ts) / 1000
 	}
 	if oldest > 0 {

@@ -2,6 +2,7 @@ package push
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/gogo/protobuf/proto"
+	"github.com/klauspost/compress/snappy"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/plexporter/plexporter/host/internal/config"
 )
@@ -30,10 +33,15 @@ func counting(k *atomic.Int32) func(context.Context) []*dto.MetricFamily {
 	}
 }
 
+// spoolFiles lists the spool files in dir, of every protocol.
 func spoolFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	m, _ := filepath.Glob(filepath.Join(dir, "*"+spoolExt))
-	return m
+	var all []string
+	for _, ext := range spoolExts {
+		m, _ := filepath.Glob(filepath.Join(dir, "*"+ext))
+		all = append(all, m...)
+	}
+	return all
 }
 
 // TestSpoolSurvivesACrash: snapshots queued by a pusher that never sent
@@ -148,4 +156,61 @@ func TestSpoolWriteErrorKeepsTheSnapshotInMemory(t *testing.T) {
 	stop := runPusher(p)
 	waitFor(t, "4 samples", func() bool { _, n := rc.count(); return n == 4 })
 	stop()
+}
+
+// TestSpoolReadsEarlierFilesAndDropsBrokenOnes: a .rw1 file of an
+// earlier version (one whole-snapshot request, no header) is sent, cut
+// into requests of max_samples_per_send; a file that cannot be read is
+// removed, its samples counted as dropped (error) and in spool_errors,
+// and what follows it is sent.
+func TestSpoolReadsEarlierFilesAndDropsBrokenOnes(t *testing.T) {
+	dir := t.TempDir()
+	ts := time.Now().Add(-time.Minute).UnixMilli()
+	var whole prompb.WriteRequest
+	for i, d := range []string{"a", "b", "c"} {
+		whole.Timeseries = append(whole.Timeseries, prompb.TimeSeries{
+			Labels:  []prompb.Label{{Name: "__name__", Value: "old"}, {Name: "device", Value: d}},
+			Samples: []prompb.Sample{{Value: float64(i), Timestamp: ts}},
+		})
+	}
+	raw, err := whole.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(fmt.Sprintf("%020d-000001-3.rw1", ts), snappy.Encode(nil, raw))
+	put(fmt.Sprintf("%020d-000002-5.rw1", ts+1), []byte(spoolMagic+"\x05\xff\xff")) // a frame cut short
+
+	rc := &receiver{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	var k atomic.Int32
+	p := newPusher(t, srv.URL, counting(&k), func(c *config.Push) { c.SpoolDir = dir; c.MaxSamplesPerSend = 2 })
+	stop := runPusher(p) // its own snapshot: 2 samples
+	waitFor(t, "5 samples", func() bool { _, n := rc.count(); return n == 5 })
+	stop()
+	requests, _ := rc.count()
+	if requests != 3 {
+		t.Errorf("%d requests, want 3 (the old file in two, then the new snapshot)", requests)
+	}
+	var got []string
+	for _, s := range rc.got {
+		got = append(got, labelMap(s.Labels)["__name__"]+"/"+labelMap(s.Labels)["device"])
+	}
+	if g := strings.Join(got, ","); g != "old/a,old/b,old/c,g/a,g/b" {
+		t.Errorf("arrived %s", g)
+	}
+	if d := metric(t, p, "plexporter_push_samples_dropped_total", "reason", "error"); d != 5 {
+		t.Errorf("dropped{error} %v, want the broken file's 5", d)
+	}
+	if e := metric(t, p, "plexporter_push_spool_errors_total"); e != 1 {
+		t.Errorf("spool errors %v, want 1", e)
+	}
+	if n := spoolFiles(t, dir); len(n) != 0 {
+		t.Errorf("files left: %v", n)
+	}
 }
