@@ -10,6 +10,7 @@ package guard
 import (
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -222,6 +223,9 @@ type merger struct {
 	owned map[ownKey]string
 	// per batch: 1 = valid label value, 2 = invalid; 0 = not yet checked
 	valid []uint8
+	// per batch: the seeded hash of each string found valid (valid 1),
+	// which the duplicate index combines per series
+	hashes []uint64
 	// per batch: 1 = device allowed by Options.Devices, 2 = filtered; 0 = not yet checked
 	devices []uint8
 }
@@ -299,6 +303,7 @@ func (m *merger) input(in Input) {
 		}
 		m.valid = slices.Grow(m.valid[:0], len(b.GetStrings()))[:len(b.GetStrings())]
 		clear(m.valid)
+		m.hashes = slices.Grow(m.hashes[:0], len(b.GetStrings()))[:len(b.GetStrings())]
 		if m.opts.Devices.active() {
 			m.devices = slices.Grow(m.devices[:0], len(b.GetStrings()))[:len(b.GetStrings())]
 			clear(m.devices)
@@ -431,7 +436,6 @@ func (m *merger) joinFamily(in Input, ch wire.Chunk) (f *Family, reason, cause s
 
 // chunkState is what the sample-level stages share over one chunk.
 type chunkState struct {
-	h                 maphash.Hash
 	part              Part
 	partIdx           int32
 	histogram, native bool
@@ -451,7 +455,6 @@ func (m *merger) samples(in Input, f *Family, ch wire.Chunk, series int) int {
 		histogram: ch.Type() == pluginv1.MetricType_METRIC_TYPE_HISTOGRAM,
 		native:    ch.IsNative(),
 	}
-	cs.h.SetSeed(m.seed)
 	var keep []int32
 	dropped := false
 	devLabel := -1
@@ -513,7 +516,7 @@ func (m *merger) sampleStages(in Input, f *Family, ch *wire.Chunk, cs *chunkStat
 	if in.MaxSeries > 0 && seriesAfter > in.MaxSeries {
 		return ReasonSeriesLimit, -1
 	}
-	if f.duplicate(&cs.h, ch, lv, &cs.part, cs.partIdx, int32(i)) {
+	if f.duplicate(m.hashes, ch, lv, &cs.part, cs.partIdx, int32(i)) {
 		return ReasonDuplicate, -1
 	}
 	return "", -1
@@ -604,6 +607,7 @@ func (m *merger) badValue(ch *wire.Chunk, lv []uint32) int {
 			return j
 		}
 		m.valid[idx] = 1
+		m.hashes[idx] = maphash.String(m.seed, s)
 	}
 	return -1
 }
@@ -666,13 +670,16 @@ func (s *seenSet) put(sum uint64, r ref) {
 }
 
 // duplicate records the series and reports whether it was seen before.
-func (f *Family) duplicate(h *maphash.Hash, ch *wire.Chunk, lv []uint32, part *Part, partIdx, sample int32) bool {
-	h.Reset()
+// hashes holds the seeded hash of each of the batch's strings that lv
+// refers to (badValue fills it, once per string and batch); the series'
+// hash combines them in label order, so a value repeated over thousands
+// of series is hashed once, not once per series. Equal hashes are
+// confirmed by comparing the strings, as before.
+func (f *Family) duplicate(hashes []uint64, ch *wire.Chunk, lv []uint32, part *Part, partIdx, sample int32) bool {
+	var sum uint64
 	for _, idx := range lv {
-		h.WriteString(ch.String(idx))
-		h.WriteByte(0xff) // not valid UTF-8, so it cannot occur inside a value
+		sum = mix(sum ^ hashes[idx])
 	}
-	sum := h.Sum64()
 	prev, ok := f.seen.get(sum)
 	if !ok {
 		f.seen.put(sum, ref{partIdx, sample})
@@ -705,6 +712,14 @@ func (f *Family) duplicate(h *maphash.Hash, ch *wire.Chunk, lv []uint32, part *P
 	}
 	f.overflow[key] = struct{}{}
 	return false
+}
+
+// mix folds x into a series hash: the two halves of x times an odd
+// constant, xored (the wyhash mixer). The strings' hashes are seeded per
+// merge, so a plugin cannot aim for collisions.
+func mix(x uint64) uint64 {
+	hi, lo := bits.Mul64(x, 0x9e3779b97f4a7c15)
+	return hi ^ lo
 }
 
 // differs names the metadata in which a chunk differs from the family.
