@@ -64,6 +64,16 @@ type Encoder struct {
 	// instead of allocating ~all of it again.
 	recycle bool
 	spare   []*pluginv1.FamilyChunk
+
+	// Within a batch: the last family's open chunk, and the last sample's
+	// label values with their table indexes. A plugin writes a family's
+	// samples one after the other, and a label value is mostly the same
+	// string as the sample before's (a device's ports and queues), so most
+	// samples need no map lookup at all (Chunk, labelValues).
+	lastH   *Header
+	lastC   *pluginv1.FamilyChunk
+	lastLV  []string
+	lastRef []uint32
 }
 
 // NewEncoder returns an Encoder that sends a batch once it holds
@@ -115,6 +125,9 @@ func (e *Encoder) reset() {
 	clear(e.strings)
 	e.strings[""] = 0
 	clear(e.chunks)
+	e.lastH, e.lastC = nil, nil
+	clear(e.lastLV)
+	e.lastLV, e.lastRef = e.lastLV[:0], e.lastRef[:0]
 	e.samples, e.bytes = 0, 0
 }
 
@@ -152,9 +165,12 @@ func validUTF8(s string) string {
 // chunks of one family. A producer checks SendErr first: once a send
 // failed, nothing more is written.
 func (e *Encoder) Chunk(h *Header, bounds []float64, native bool) *pluginv1.FamilyChunk {
-	c := e.chunks[h]
-	if c == nil {
-		return nil
+	c := e.lastC
+	if h != e.lastH {
+		if c = e.chunks[h]; c == nil {
+			return nil
+		}
+		e.lastH, e.lastC = h, c
 	}
 	if typ := h.Type; (typ == pluginv1.MetricType_METRIC_TYPE_HISTOGRAM || typ == pluginv1.MetricType_METRIC_TYPE_SUMMARY) &&
 		!sameShape(c.Bounds, len(c.NativeSchemas) > 0, bounds, native) {
@@ -191,6 +207,7 @@ func (e *Encoder) Start(h *Header, bounds []float64) *pluginv1.FamilyChunk {
 	}
 	e.bytes += 32 + 5*len(h.Labels) + 8*len(bounds)
 	e.chunks[h] = c
+	e.lastH, e.lastC = h, c
 	e.batch.Families = append(e.batch.Families, c)
 	return c
 }
@@ -230,8 +247,15 @@ func (e *Encoder) intern(s string) uint32 {
 }
 
 func (e *Encoder) labelValues(c *pluginv1.FamilyChunk, lv []string) {
-	for _, v := range lv {
-		c.LabelValues = append(c.LabelValues, e.intern(v))
+	for j, v := range lv {
+		if j < len(e.lastLV) {
+			if e.lastLV[j] != v {
+				e.lastLV[j], e.lastRef[j] = v, e.intern(v)
+			}
+		} else {
+			e.lastLV, e.lastRef = append(e.lastLV, v), append(e.lastRef, e.intern(v))
+		}
+		c.LabelValues = append(c.LabelValues, e.lastRef[j])
 	}
 	e.bytes += 5 * len(lv)
 }
