@@ -62,9 +62,14 @@ type textWriter struct {
 	om  bool
 	err error
 
+	// the labels of the sample written last (render): rendered, where
+	// each label ends in them, and their value references
+	labels    []byte
+	labelEnds []int
+	refs      []uint32
 	// scratch of multi, reused from part to part
-	labels, bounds []byte
-	ends           []int
+	bounds []byte
+	ends   []int
 }
 
 func (t *textWriter) maybeFlush() {
@@ -142,12 +147,14 @@ func (t *textWriter) family(f *guard.Family) {
 			t.multi(f, p)
 			continue
 		}
+		t.labelsFrom(c)
 		for k, n := 0, p.Samples(); k < n; k++ {
 			i := p.Index(k)
 			b := append(t.buf, f.Name...)
 			if lv := c.LabelRefs(i); len(lv) > 0 {
+				t.render(f.LabelNames, c, lv)
 				b = append(b, '{')
-				b = appendLabels(b, f.LabelNames, c, lv)
+				b = append(b, t.labels...)
 				b = append(b, '}')
 			}
 			b = append(b, ' ')
@@ -183,10 +190,10 @@ func (t *textWriter) multi(f *guard.Family, p *guard.Part) {
 		t.bounds = append(t.bounds, `le="+Inf"`...)
 		t.ends = append(t.ends, len(t.bounds))
 	}
+	t.labelsFrom(c)
 	for k, n := 0, p.Samples(); k < n; k++ {
 		i := p.Index(k)
-		lv := c.LabelRefs(i)
-		t.labels = appendLabels(t.labels[:0], f.LabelNames, c, lv)
+		t.render(f.LabelNames, c, c.LabelRefs(i))
 		if hist {
 			_, cum := c.Buckets(i)
 			start := 0
@@ -216,19 +223,43 @@ func (t *textWriter) multi(f *guard.Family, p *guard.Part) {
 	}
 }
 
-// appendLabels appends `name="value",...` for the label value references
-// lv into c's string table (Chunk.LabelRefs).
-func appendLabels(b []byte, names []string, c *wire.Chunk, lv []uint32) []byte {
-	for j, idx := range lv {
+// labelsFrom starts the rendering of chunk c's samples' labels (render):
+// nothing rendered yet is reused.
+func (t *textWriter) labelsFrom(c *wire.Chunk) {
+	t.labels, t.labelEnds, t.refs = t.labels[:0], t.labelEnds[:0], t.refs[:0]
+}
+
+// render sets t.labels to `name="value",...` for the label value
+// references lv into c's string table (Chunk.LabelRefs), the same chunk
+// as the sample rendered before (labelsFrom). The labels up to the first
+// whose value differs from that sample's are kept as rendered: samples
+// come grouped (a device's ports, a port's queues), so most of a line's
+// labels are rendered once for many series.
+func (t *textWriter) render(names []string, c *wire.Chunk, lv []uint32) {
+	j := 0
+	for j < len(t.refs) && j < len(lv) && t.refs[j] == lv[j] {
+		j++
+	}
+	if j == len(lv) && j == len(t.refs) {
+		return
+	}
+	t.refs = append(t.refs[:0], lv...)
+	t.labelEnds = t.labelEnds[:j]
+	b := t.labels[:0]
+	if j > 0 {
+		b = t.labels[:t.labelEnds[j-1]]
+	}
+	for ; j < len(lv); j++ {
 		if j > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, names[j]...)
 		b = append(b, '=', '"')
-		b = appendEscaped(b, c.String(idx), true)
+		b = appendEscaped(b, c.String(lv[j]), true)
 		b = append(b, '"')
+		t.labelEnds = append(t.labelEnds, len(b))
 	}
-	return b
+	t.labels = b
 }
 
 // line writes "name<suffix>{<t.labels>,<extra>} " (the value follows):

@@ -53,15 +53,11 @@ func appendDecimal(b []byte, m float64, d int) []byte {
 		b = append(b, '-')
 		m = -m
 	}
-	var digs [16]byte
-	u := uint64(m)
-	i := len(digs)
-	for u > 0 {
-		i--
-		digs[i] = byte('0' + u%10)
-		u /= 10
+	if d == 0 && m < 1e6 {
+		return strconv.AppendUint(b, uint64(m), 10) // %f without a fraction
 	}
-	ds := digs[i:]
+	var digs [24]byte
+	ds := strconv.AppendUint(digs[:0], uint64(m), 10)
 	dp := len(ds) - d // decimal point position, as strconv's decimal
 	for len(ds) > 1 && ds[len(ds)-1] == '0' {
 		ds = ds[:len(ds)-1]
