@@ -65,15 +65,41 @@ type Encoder struct {
 	recycle bool
 	spare   []*pluginv1.FamilyChunk
 
-	// Within a batch: the last family's open chunk, and the last sample's
-	// label values with their table indexes. A plugin writes a family's
-	// samples one after the other, and a label value is mostly the same
-	// string as the sample before's (a device's ports and queues), so most
-	// samples need no map lookup at all (Chunk, labelValues).
-	lastH   *Header
-	lastC   *pluginv1.FamilyChunk
-	lastLV  []string
-	lastRef []uint32
+	// Within a batch: the last family's open chunk (Chunk), and per label
+	// position a small cache of values with their table indexes
+	// (labelValues). A plugin writes a family's samples one after the
+	// other, and the values at one label position come from a small set
+	// (devices, ports, queues), so most samples need no map lookup at all.
+	lastH  *Header
+	lastC  *pluginv1.FamilyChunk
+	values []valueCache
+}
+
+// valueCache is one label position's cache of interned values: slot
+// valueSlot(v) holds v's table index if v is what it holds. An empty slot
+// says "" is 0, which is true of every batch's table.
+type valueCache [64]struct {
+	s   string
+	ref uint32
+}
+
+// cachedLabels is how many label positions have a valueCache (1.5 kB
+// each, cleared with every batch); values at later positions are looked
+// up in the table's map.
+const cachedLabels = 8
+
+// valueSlot picks a valueCache slot from the value's length and last two
+// bytes: what tells apart the values of one label position (mlx5_0 …
+// mlx5_15, ports 1 … 16, q0 … q7) without hashing the whole string.
+func valueSlot(v string) int {
+	n := len(v)
+	switch n {
+	case 0:
+		return 0
+	case 1:
+		return int(v[0]) & 63
+	}
+	return (n*5 + int(v[n-1]) + int(v[n-2])*11) & 63
 }
 
 // NewEncoder returns an Encoder that sends a batch once it holds
@@ -126,8 +152,7 @@ func (e *Encoder) reset() {
 	e.strings[""] = 0
 	clear(e.chunks)
 	e.lastH, e.lastC = nil, nil
-	clear(e.lastLV)
-	e.lastLV, e.lastRef = e.lastLV[:0], e.lastRef[:0]
+	clear(e.values)
 	e.samples, e.bytes = 0, 0
 }
 
@@ -247,15 +272,19 @@ func (e *Encoder) intern(s string) uint32 {
 }
 
 func (e *Encoder) labelValues(c *pluginv1.FamilyChunk, lv []string) {
+	for len(e.values) < min(len(lv), cachedLabels) {
+		e.values = append(e.values, valueCache{})
+	}
 	for j, v := range lv {
-		if j < len(e.lastLV) {
-			if e.lastLV[j] != v {
-				e.lastLV[j], e.lastRef[j] = v, e.intern(v)
-			}
-		} else {
-			e.lastLV, e.lastRef = append(e.lastLV, v), append(e.lastRef, e.intern(v))
+		if j >= cachedLabels {
+			c.LabelValues = append(c.LabelValues, e.intern(v))
+			continue
 		}
-		c.LabelValues = append(c.LabelValues, e.lastRef[j])
+		slot := &e.values[j][valueSlot(v)]
+		if slot.s != v {
+			slot.s, slot.ref = v, e.intern(v)
+		}
+		c.LabelValues = append(c.LabelValues, slot.ref)
 	}
 	e.bytes += 5 * len(lv)
 }

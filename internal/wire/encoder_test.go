@@ -11,16 +11,17 @@ import (
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
 
-// The Encoder remembers the last family's chunk and the last sample's label
-// values with their string-table indexes within a batch. Written across
+// The Encoder remembers the last family's chunk and, per label position,
+// label values with their string-table indexes within a batch. Written across
 // many small batches (every third sample flushes), families interleaved,
-// label values repeated, changed, moved between positions and of families
-// with different label counts, every sample reads back as written, with
+// label values repeated, changed, moved between positions, of families
+// with different label counts and past the positions it caches, every sample reads back as written, with
 // a recycling encoder (whose sent batches' memory comes back) as with a
 // recording one.
 func TestEncoderLastValuesAcrossBatchesAndFamilies(t *testing.T) {
 	a := &Header{Name: "a_total", Type: pluginv1.MetricType_METRIC_TYPE_COUNTER, Labels: []string{"x", "y", "z"}}
 	b := &Header{Name: "b", Type: pluginv1.MetricType_METRIC_TYPE_GAUGE, Labels: []string{"x"}}
+	wide := &Header{Name: "wide", Type: pluginv1.MetricType_METRIC_TYPE_GAUGE, Labels: strings.Split("l0 l1 l2 l3 l4 l5 l6 l7 l8 l9", " ")}
 	type sample struct {
 		h  *Header
 		lv []string
@@ -32,6 +33,11 @@ func TestEncoderLastValuesAcrossBatchesAndFamilies(t *testing.T) {
 		if i%5 == 0 {
 			in = append(in, sample{b, []string{"q"}, -float64(i)})
 			in = append(in, sample{a, []string{"q", "d" + fmt.Sprint(i/4), "p" + fmt.Sprint(i%3)}, float64(i) + 0.5})
+			var lv []string
+			for j := range 10 { // more positions than the encoder caches
+				lv = append(lv, fmt.Sprint("v", (i+j)%7))
+			}
+			in = append(in, sample{wide, lv, float64(i) + 0.25})
 		}
 	}
 	for _, recycle := range []bool{false, true} {
