@@ -13,6 +13,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/plexporter/plexporter/internal/wire"
@@ -202,8 +203,9 @@ func Merge(inputs []Input, opts Options) *Result {
 	}
 	fams := make([]*Family, 0, len(m.byName))
 	for _, f := range m.byName {
+		f.seen.release()
+		f.overflow = nil
 		if len(f.Parts) > 0 {
-			f.seen, f.overflow = seenSet{}, nil
 			fams = append(fams, f)
 		}
 	}
@@ -614,12 +616,16 @@ func (m *merger) badValue(ch *wire.Chunk, lv []uint32) int {
 
 // seenSet is a family's set of series hashes during a merge. Most
 // families are small (an rdma scrape: 57 families of 32 series), and for
-// them a slice scanned in full is cheaper than a map, to fill and to make
-// (a map per family was the merge's largest allocation); a family that
-// grows past smallSeen moves to a map.
+// them a slice scanned in full is cheaper than a table, to fill and to make;
+// a family that grows past smallSeen moves to an open-addressing table
+// (linear probing, at most half full) of pooled memory. The sums are
+// already hashes (seeded per merge), so the table takes their low bits as
+// they are; 0 marks an empty slot, so a sum of 0 is kept beside the table.
 type seenSet struct {
 	small []seenHash
-	big   map[uint64]ref
+	tab   []seenHash // len a power of two; nil while small
+	n     int        // entries in tab
+	zero  *ref       // the ref of sum 0, once the table is in use
 }
 
 type seenHash struct {
@@ -630,43 +636,140 @@ type seenHash struct {
 // smallSeen is the size up to which a seenSet scans a slice.
 const smallSeen = 64
 
-func (s *seenSet) ready() bool { return s.small != nil || s.big != nil }
+// seenTables keeps the tables' memory from merge to merge (a 100k-series
+// scrape fills about 3 MB of them).
+var seenTables sync.Pool
+
+func (s *seenSet) ready() bool { return s.small != nil || s.tab != nil }
 
 // init makes the set for about n series.
 func (s *seenSet) init(n int) {
 	if n > smallSeen {
-		s.big = make(map[uint64]ref, n)
+		s.grow(n)
 		return
 	}
 	s.small = make([]seenHash, 0, max(n, 1))
 }
 
-func (s *seenSet) get(sum uint64) (ref, bool) {
-	if s.big != nil {
-		r, ok := s.big[sum]
-		return r, ok
+// grow moves the set to a table for at least n entries.
+func (s *seenSet) grow(n int) {
+	size := 4 * smallSeen
+	for size < 2*n {
+		size *= 2
 	}
-	for i := range s.small {
-		if s.small[i].sum == sum {
-			return s.small[i].ref, true
+	old := s.tab
+	if p, ok := seenTables.Get().(*[]seenHash); ok && cap(*p) >= size {
+		s.tab = (*p)[:size]
+		clear(s.tab)
+	} else {
+		if ok {
+			seenTables.Put(p)
+		}
+		s.tab = make([]seenHash, size)
+	}
+	s.n = 0
+	for _, e := range s.small {
+		s.insert(e.sum, e.ref)
+	}
+	s.small = nil
+	for _, e := range old {
+		if e.sum != 0 {
+			s.insert(e.sum, e.ref)
 		}
 	}
-	return ref{}, false
+	if old != nil {
+		seenTables.Put(&old)
+	}
+}
+
+// release gives the table's memory back for another merge.
+func (s *seenSet) release() {
+	if t := s.tab; t != nil {
+		seenTables.Put(&t)
+	}
+	*s = seenSet{}
+}
+
+func (s *seenSet) get(sum uint64) (ref, bool) {
+	if s.tab == nil {
+		for i := range s.small {
+			if s.small[i].sum == sum {
+				return s.small[i].ref, true
+			}
+		}
+		return ref{}, false
+	}
+	if sum == 0 {
+		if s.zero != nil {
+			return *s.zero, true
+		}
+		return ref{}, false
+	}
+	mask := uint64(len(s.tab) - 1)
+	for i := sum & mask; ; i = (i + 1) & mask {
+		switch e := &s.tab[i]; e.sum {
+		case sum:
+			return e.ref, true
+		case 0:
+			return ref{}, false
+		}
+	}
 }
 
 func (s *seenSet) put(sum uint64, r ref) {
-	if s.big == nil {
+	if s.tab == nil {
 		if len(s.small) < smallSeen {
 			s.small = append(s.small, seenHash{sum, r})
 			return
 		}
-		s.big = make(map[uint64]ref, 4*smallSeen)
-		for _, e := range s.small {
-			s.big[e.sum] = e.ref
-		}
-		s.small = nil
+		s.grow(4 * smallSeen)
 	}
-	s.big[sum] = r
+	if 2*(s.n+1) > len(s.tab) {
+		s.grow(2 * len(s.tab))
+	}
+	s.insert(sum, r)
+}
+
+// add records r under sum and returns false, or, if sum is recorded
+// already, returns what was recorded first and true: in a table, one probe
+// sequence does both.
+func (s *seenSet) add(sum uint64, r ref) (ref, bool) {
+	if s.tab == nil || sum == 0 {
+		if prev, ok := s.get(sum); ok {
+			return prev, true
+		}
+		s.put(sum, r)
+		return ref{}, false
+	}
+	if 2*(s.n+1) > len(s.tab) {
+		s.grow(2 * len(s.tab))
+	}
+	mask := uint64(len(s.tab) - 1)
+	for i := sum & mask; ; i = (i + 1) & mask {
+		switch e := &s.tab[i]; e.sum {
+		case sum:
+			return e.ref, true
+		case 0:
+			*e = seenHash{sum, r}
+			s.n++
+			return ref{}, false
+		}
+	}
+}
+
+// insert adds sum to the table, which has room for it.
+func (s *seenSet) insert(sum uint64, r ref) {
+	if sum == 0 {
+		s.zero = &r
+		return
+	}
+	mask := uint64(len(s.tab) - 1)
+	i := sum & mask
+	for s.tab[i].sum != 0 {
+		i = (i + 1) & mask
+	}
+	s.tab[i] = seenHash{sum, r}
+	s.n++
 }
 
 // duplicate records the series and reports whether it was seen before.
@@ -680,9 +783,8 @@ func (f *Family) duplicate(hashes []uint64, ch *wire.Chunk, lv []uint32, part *P
 	for _, idx := range lv {
 		sum = mix(sum ^ hashes[idx])
 	}
-	prev, ok := f.seen.get(sum)
+	prev, ok := f.seen.add(sum, ref{partIdx, sample})
 	if !ok {
-		f.seen.put(sum, ref{partIdx, sample})
 		return false
 	}
 	// Same hash: compare the strings; a true collision goes to the overflow set.
