@@ -638,7 +638,15 @@ const smallSeen = 64
 
 // seenTables keeps the tables' memory from merge to merge (a 100k-series
 // scrape fills about 3 MB of them).
-var seenTables sync.Pool
+// One pool per table size (a power of two), so a table taken from a pool
+// always fits: a single pool handed out tables too small for the family,
+// and each such miss left one more table in it.
+var seenTables [64]sync.Pool
+
+// putTable gives a table back to the pool of its size.
+func putTable(t []seenHash) {
+	seenTables[bits.Len(uint(len(t)))].Put(&t)
+}
 
 func (s *seenSet) ready() bool { return s.small != nil || s.tab != nil }
 
@@ -658,13 +666,10 @@ func (s *seenSet) grow(n int) {
 		size *= 2
 	}
 	old := s.tab
-	if p, ok := seenTables.Get().(*[]seenHash); ok && cap(*p) >= size {
-		s.tab = (*p)[:size]
+	if p, ok := seenTables[bits.Len(uint(size))].Get().(*[]seenHash); ok {
+		s.tab = *p
 		clear(s.tab)
 	} else {
-		if ok {
-			seenTables.Put(p)
-		}
 		s.tab = make([]seenHash, size)
 	}
 	s.n = 0
@@ -678,14 +683,14 @@ func (s *seenSet) grow(n int) {
 		}
 	}
 	if old != nil {
-		seenTables.Put(&old)
+		putTable(old)
 	}
 }
 
 // release gives the table's memory back for another merge.
 func (s *seenSet) release() {
-	if t := s.tab; t != nil {
-		seenTables.Put(&t)
+	if s.tab != nil {
+		putTable(s.tab)
 	}
 	*s = seenSet{}
 }
