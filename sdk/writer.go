@@ -30,6 +30,10 @@ type Writer struct {
 	prefix string
 	enc    *wire.Encoder // the batch format: internal/wire
 	descs  map[*Desc]descState
+	// the last Desc written and its state: a plugin writes a family's
+	// samples one after the other
+	lastD  *Desc
+	lastSt descState
 
 	// native's spans, reused from sample to sample
 	spanOffsets []int32
@@ -69,6 +73,9 @@ type descState struct {
 
 // state returns d's descState, made on d's first use.
 func (w *Writer) state(d *Desc) descState {
+	if d == w.lastD {
+		return w.lastSt
+	}
 	st, ok := w.descs[d]
 	if !ok {
 		st.on = allowed(w.filter, w.prefix, d)
@@ -77,6 +84,7 @@ func (w *Writer) state(d *Desc) descState {
 		}
 		w.descs[d] = st
 	}
+	w.lastD, w.lastSt = d, st
 	return st
 }
 

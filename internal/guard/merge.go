@@ -10,8 +10,10 @@ package guard
 import (
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/plexporter/plexporter/internal/wire"
@@ -201,8 +203,9 @@ func Merge(inputs []Input, opts Options) *Result {
 	}
 	fams := make([]*Family, 0, len(m.byName))
 	for _, f := range m.byName {
+		f.seen.release()
+		f.overflow = nil
 		if len(f.Parts) > 0 {
-			f.seen, f.overflow = seenSet{}, nil
 			fams = append(fams, f)
 		}
 	}
@@ -222,6 +225,9 @@ type merger struct {
 	owned map[ownKey]string
 	// per batch: 1 = valid label value, 2 = invalid; 0 = not yet checked
 	valid []uint8
+	// per batch: the seeded hash of each string found valid (valid 1),
+	// which the duplicate index combines per series
+	hashes []uint64
 	// per batch: 1 = device allowed by Options.Devices, 2 = filtered; 0 = not yet checked
 	devices []uint8
 }
@@ -299,6 +305,7 @@ func (m *merger) input(in Input) {
 		}
 		m.valid = slices.Grow(m.valid[:0], len(b.GetStrings()))[:len(b.GetStrings())]
 		clear(m.valid)
+		m.hashes = slices.Grow(m.hashes[:0], len(b.GetStrings()))[:len(b.GetStrings())]
 		if m.opts.Devices.active() {
 			m.devices = slices.Grow(m.devices[:0], len(b.GetStrings()))[:len(b.GetStrings())]
 			clear(m.devices)
@@ -431,7 +438,6 @@ func (m *merger) joinFamily(in Input, ch wire.Chunk) (f *Family, reason, cause s
 
 // chunkState is what the sample-level stages share over one chunk.
 type chunkState struct {
-	h                 maphash.Hash
 	part              Part
 	partIdx           int32
 	histogram, native bool
@@ -451,7 +457,6 @@ func (m *merger) samples(in Input, f *Family, ch wire.Chunk, series int) int {
 		histogram: ch.Type() == pluginv1.MetricType_METRIC_TYPE_HISTOGRAM,
 		native:    ch.IsNative(),
 	}
-	cs.h.SetSeed(m.seed)
 	var keep []int32
 	dropped := false
 	devLabel := -1
@@ -513,7 +518,7 @@ func (m *merger) sampleStages(in Input, f *Family, ch *wire.Chunk, cs *chunkStat
 	if in.MaxSeries > 0 && seriesAfter > in.MaxSeries {
 		return ReasonSeriesLimit, -1
 	}
-	if f.duplicate(&cs.h, ch, lv, &cs.part, cs.partIdx, int32(i)) {
+	if f.duplicate(m.hashes, ch, lv, &cs.part, cs.partIdx, int32(i)) {
 		return ReasonDuplicate, -1
 	}
 	return "", -1
@@ -604,18 +609,23 @@ func (m *merger) badValue(ch *wire.Chunk, lv []uint32) int {
 			return j
 		}
 		m.valid[idx] = 1
+		m.hashes[idx] = maphash.String(m.seed, s)
 	}
 	return -1
 }
 
 // seenSet is a family's set of series hashes during a merge. Most
 // families are small (an rdma scrape: 57 families of 32 series), and for
-// them a slice scanned in full is cheaper than a map, to fill and to make
-// (a map per family was the merge's largest allocation); a family that
-// grows past smallSeen moves to a map.
+// them a slice scanned in full is cheaper than a table, to fill and to make;
+// a family that grows past smallSeen moves to an open-addressing table
+// (linear probing, at most half full) of pooled memory. The sums are
+// already hashes (seeded per merge), so the table takes their low bits as
+// they are; 0 marks an empty slot, so a sum of 0 is kept beside the table.
 type seenSet struct {
 	small []seenHash
-	big   map[uint64]ref
+	tab   []seenHash // len a power of two; nil while small
+	n     int        // entries in tab
+	zero  *ref       // the ref of sum 0, once the table is in use
 }
 
 type seenHash struct {
@@ -626,56 +636,160 @@ type seenHash struct {
 // smallSeen is the size up to which a seenSet scans a slice.
 const smallSeen = 64
 
-func (s *seenSet) ready() bool { return s.small != nil || s.big != nil }
+// seenTables keeps the tables' memory from merge to merge (a 100k-series
+// scrape fills about 3 MB of them).
+// One pool per table size (a power of two), so a table taken from a pool
+// always fits: a single pool handed out tables too small for the family,
+// and each such miss left one more table in it.
+var seenTables [64]sync.Pool
+
+// putTable gives a table back to the pool of its size.
+func putTable(t []seenHash) {
+	seenTables[bits.Len(uint(len(t)))].Put(&t)
+}
+
+func (s *seenSet) ready() bool { return s.small != nil || s.tab != nil }
 
 // init makes the set for about n series.
 func (s *seenSet) init(n int) {
 	if n > smallSeen {
-		s.big = make(map[uint64]ref, n)
+		s.grow(n)
 		return
 	}
 	s.small = make([]seenHash, 0, max(n, 1))
 }
 
-func (s *seenSet) get(sum uint64) (ref, bool) {
-	if s.big != nil {
-		r, ok := s.big[sum]
-		return r, ok
+// grow moves the set to a table for at least n entries.
+func (s *seenSet) grow(n int) {
+	size := 4 * smallSeen
+	for size < 2*n {
+		size *= 2
 	}
-	for i := range s.small {
-		if s.small[i].sum == sum {
-			return s.small[i].ref, true
+	old := s.tab
+	if p, ok := seenTables[bits.Len(uint(size))].Get().(*[]seenHash); ok {
+		s.tab = *p
+		clear(s.tab)
+	} else {
+		s.tab = make([]seenHash, size)
+	}
+	s.n = 0
+	for _, e := range s.small {
+		s.insert(e.sum, e.ref)
+	}
+	s.small = nil
+	for _, e := range old {
+		if e.sum != 0 {
+			s.insert(e.sum, e.ref)
 		}
 	}
-	return ref{}, false
+	if old != nil {
+		putTable(old)
+	}
+}
+
+// release gives the table's memory back for another merge.
+func (s *seenSet) release() {
+	if s.tab != nil {
+		putTable(s.tab)
+	}
+	*s = seenSet{}
+}
+
+func (s *seenSet) get(sum uint64) (ref, bool) {
+	if s.tab == nil {
+		for i := range s.small {
+			if s.small[i].sum == sum {
+				return s.small[i].ref, true
+			}
+		}
+		return ref{}, false
+	}
+	if sum == 0 {
+		if s.zero != nil {
+			return *s.zero, true
+		}
+		return ref{}, false
+	}
+	mask := uint64(len(s.tab) - 1)
+	for i := sum & mask; ; i = (i + 1) & mask {
+		switch e := &s.tab[i]; e.sum {
+		case sum:
+			return e.ref, true
+		case 0:
+			return ref{}, false
+		}
+	}
 }
 
 func (s *seenSet) put(sum uint64, r ref) {
-	if s.big == nil {
+	if s.tab == nil {
 		if len(s.small) < smallSeen {
 			s.small = append(s.small, seenHash{sum, r})
 			return
 		}
-		s.big = make(map[uint64]ref, 4*smallSeen)
-		for _, e := range s.small {
-			s.big[e.sum] = e.ref
-		}
-		s.small = nil
+		s.grow(4 * smallSeen)
 	}
-	s.big[sum] = r
+	if 2*(s.n+1) > len(s.tab) {
+		s.grow(2 * len(s.tab))
+	}
+	s.insert(sum, r)
+}
+
+// add records r under sum and returns false, or, if sum is recorded
+// already, returns what was recorded first and true: in a table, one probe
+// sequence does both.
+func (s *seenSet) add(sum uint64, r ref) (ref, bool) {
+	if s.tab == nil || sum == 0 {
+		if prev, ok := s.get(sum); ok {
+			return prev, true
+		}
+		s.put(sum, r)
+		return ref{}, false
+	}
+	if 2*(s.n+1) > len(s.tab) {
+		s.grow(2 * len(s.tab))
+	}
+	mask := uint64(len(s.tab) - 1)
+	for i := sum & mask; ; i = (i + 1) & mask {
+		switch e := &s.tab[i]; e.sum {
+		case sum:
+			return e.ref, true
+		case 0:
+			*e = seenHash{sum, r}
+			s.n++
+			return ref{}, false
+		}
+	}
+}
+
+// insert adds sum to the table, which has room for it.
+func (s *seenSet) insert(sum uint64, r ref) {
+	if sum == 0 {
+		s.zero = &r
+		return
+	}
+	mask := uint64(len(s.tab) - 1)
+	i := sum & mask
+	for s.tab[i].sum != 0 {
+		i = (i + 1) & mask
+	}
+	s.tab[i] = seenHash{sum, r}
+	s.n++
 }
 
 // duplicate records the series and reports whether it was seen before.
-func (f *Family) duplicate(h *maphash.Hash, ch *wire.Chunk, lv []uint32, part *Part, partIdx, sample int32) bool {
-	h.Reset()
+// hashes holds the seeded hash of each of the batch's strings that lv
+// refers to (badValue fills it, once per string and batch); the series'
+// hash combines them in label order, so a value repeated over thousands
+// of series is hashed once, not once per series. Equal hashes are
+// confirmed by comparing the strings, as before.
+func (f *Family) duplicate(hashes []uint64, ch *wire.Chunk, lv []uint32, part *Part, partIdx, sample int32) bool {
+	var sum uint64
 	for _, idx := range lv {
-		h.WriteString(ch.String(idx))
-		h.WriteByte(0xff) // not valid UTF-8, so it cannot occur inside a value
+		sum = mix(sum ^ hashes[idx])
 	}
-	sum := h.Sum64()
-	prev, ok := f.seen.get(sum)
+	prev, ok := f.seen.add(sum, ref{partIdx, sample})
 	if !ok {
-		f.seen.put(sum, ref{partIdx, sample})
 		return false
 	}
 	// Same hash: compare the strings; a true collision goes to the overflow set.
@@ -705,6 +819,14 @@ func (f *Family) duplicate(h *maphash.Hash, ch *wire.Chunk, lv []uint32, part *P
 	}
 	f.overflow[key] = struct{}{}
 	return false
+}
+
+// mix folds x into a series hash: the two halves of x times an odd
+// constant, xored (the wyhash mixer). The strings' hashes are seeded per
+// merge, so a plugin cannot aim for collisions.
+func mix(x uint64) uint64 {
+	hi, lo := bits.Mul64(x, 0x9e3779b97f4a7c15)
+	return hi ^ lo
 }
 
 // differs names the metadata in which a chunk differs from the family.

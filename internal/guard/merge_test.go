@@ -221,3 +221,35 @@ func TestReservedPrefixIsAConflict(t *testing.T) {
 		t.Fatalf("drops %v causes %v", r.Drops, r.Causes)
 	}
 }
+
+// The duplicate index hashes each string once per batch and combines the
+// hashes per series: series made of the same values in another order, or
+// of one value repeated, are distinct; a series repeated in a later batch,
+// where its values have other string-table indexes, is a duplicate.
+func TestDuplicatesByValueOrderAndAcrossBatches(t *testing.T) {
+	pair := sdk.NewDesc("x_pair", sdk.Gauge, "Pair.", "a", "b")
+	const n = 9000 // more than one batch (wire.DefaultBatchSamples)
+	in := batchtest.Record(func(w *sdk.Writer) {
+		w.Gauge(pair, 1, "p", "q")
+		w.Gauge(pair, 1, "q", "p")
+		w.Gauge(pair, 1, "p", "p")
+		w.Gauge(pair, 1, "q", "q")
+		w.Gauge(pair, 1, "pq", "")
+		w.Gauge(pair, 1, "", "pq")
+		for i := range n {
+			w.Gauge(pair, 2, "v"+strconv.Itoa(i%97), strconv.Itoa(i))
+		}
+		w.Gauge(pair, -1, "q", "p")  // in the last batch
+		w.Gauge(pair, -1, "v5", "5") // first sent in the first batch
+	})
+	if len(in) < 2 {
+		t.Fatalf("%d batches, want at least 2", len(in))
+	}
+	r := guard.Merge([]guard.Input{{Plugin: "a", Batches: in}}, guard.Options{})
+	if got := len(series(r, "x_pair")); got != 6+n {
+		t.Errorf("%d series, want %d", got, 6+n)
+	}
+	if d := r.Drops[guard.DropKey{"a", guard.ReasonDuplicate}]; d != 2 {
+		t.Errorf("%d duplicates dropped, want 2 (drops %v)", d, r.Drops)
+	}
+}

@@ -64,6 +64,42 @@ type Encoder struct {
 	// instead of allocating ~all of it again.
 	recycle bool
 	spare   []*pluginv1.FamilyChunk
+
+	// Within a batch: the last family's open chunk (Chunk), and per label
+	// position a small cache of values with their table indexes
+	// (labelValues). A plugin writes a family's samples one after the
+	// other, and the values at one label position come from a small set
+	// (devices, ports, queues), so most samples need no map lookup at all.
+	lastH  *Header
+	lastC  *pluginv1.FamilyChunk
+	values []valueCache
+}
+
+// valueCache is one label position's cache of interned values: slot
+// valueSlot(v) holds v's table index if v is what it holds. An empty slot
+// says "" is 0, which is true of every batch's table.
+type valueCache [64]struct {
+	s   string
+	ref uint32
+}
+
+// cachedLabels is how many label positions have a valueCache (1.5 kB
+// each, cleared with every batch); values at later positions are looked
+// up in the table's map.
+const cachedLabels = 8
+
+// valueSlot picks a valueCache slot from the value's length and last two
+// bytes: what tells apart the values of one label position (mlx5_0 …
+// mlx5_15, ports 1 … 16, q0 … q7) without hashing the whole string.
+func valueSlot(v string) int {
+	n := len(v)
+	switch n {
+	case 0:
+		return 0
+	case 1:
+		return int(v[0]) & 63
+	}
+	return (n*5 + int(v[n-1]) + int(v[n-2])*11) & 63
 }
 
 // NewEncoder returns an Encoder that sends a batch once it holds
@@ -115,6 +151,8 @@ func (e *Encoder) reset() {
 	clear(e.strings)
 	e.strings[""] = 0
 	clear(e.chunks)
+	e.lastH, e.lastC = nil, nil
+	clear(e.values)
 	e.samples, e.bytes = 0, 0
 }
 
@@ -152,9 +190,12 @@ func validUTF8(s string) string {
 // chunks of one family. A producer checks SendErr first: once a send
 // failed, nothing more is written.
 func (e *Encoder) Chunk(h *Header, bounds []float64, native bool) *pluginv1.FamilyChunk {
-	c := e.chunks[h]
-	if c == nil {
-		return nil
+	c := e.lastC
+	if h != e.lastH {
+		if c = e.chunks[h]; c == nil {
+			return nil
+		}
+		e.lastH, e.lastC = h, c
 	}
 	if typ := h.Type; (typ == pluginv1.MetricType_METRIC_TYPE_HISTOGRAM || typ == pluginv1.MetricType_METRIC_TYPE_SUMMARY) &&
 		!sameShape(c.Bounds, len(c.NativeSchemas) > 0, bounds, native) {
@@ -191,6 +232,7 @@ func (e *Encoder) Start(h *Header, bounds []float64) *pluginv1.FamilyChunk {
 	}
 	e.bytes += 32 + 5*len(h.Labels) + 8*len(bounds)
 	e.chunks[h] = c
+	e.lastH, e.lastC = h, c
 	e.batch.Families = append(e.batch.Families, c)
 	return c
 }
@@ -230,8 +272,19 @@ func (e *Encoder) intern(s string) uint32 {
 }
 
 func (e *Encoder) labelValues(c *pluginv1.FamilyChunk, lv []string) {
-	for _, v := range lv {
-		c.LabelValues = append(c.LabelValues, e.intern(v))
+	for len(e.values) < min(len(lv), cachedLabels) {
+		e.values = append(e.values, valueCache{})
+	}
+	for j, v := range lv {
+		if j >= cachedLabels {
+			c.LabelValues = append(c.LabelValues, e.intern(v))
+			continue
+		}
+		slot := &e.values[j][valueSlot(v)]
+		if slot.s != v {
+			slot.s, slot.ref = v, e.intern(v)
+		}
+		c.LabelValues = append(c.LabelValues, slot.ref)
 	}
 	e.bytes += 5 * len(lv)
 }

@@ -61,6 +61,15 @@ type textWriter struct {
 	buf []byte
 	om  bool
 	err error
+
+	// the labels of the sample written last (render): rendered, where
+	// each label ends in them, and their value references
+	labels    []byte
+	labelEnds []int
+	refs      []uint32
+	// scratch of multi, reused from part to part
+	bounds []byte
+	ends   []int
 }
 
 func (t *textWriter) maybeFlush() {
@@ -133,65 +142,140 @@ func (t *textWriter) family(f *guard.Family) {
 	for pi := range f.Parts {
 		p := &f.Parts[pi]
 		c := &p.Chunk
+		switch f.Type {
+		case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM, pluginv1.MetricType_METRIC_TYPE_SUMMARY:
+			t.multi(f, p)
+			continue
+		}
+		t.labelsFrom(c)
 		for k, n := 0, p.Samples(); k < n; k++ {
 			i := p.Index(k)
-			lv := c.LabelRefs(i)
-			switch f.Type {
-			case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
-				bounds, cum := c.Buckets(i)
-				for j, ub := range bounds {
-					t.sample(f.Name, "_bucket", f.LabelNames, c, lv, "le", ub)
-					t.uint(cum[j])
-				}
-				t.sample(f.Name, "_bucket", f.LabelNames, c, lv, "le", math.Inf(1))
-				t.uint(c.Count(i))
-				t.sample(f.Name, "_sum", f.LabelNames, c, lv, "", 0)
-				t.float(c.Value(i))
-				t.sample(f.Name, "_count", f.LabelNames, c, lv, "", 0)
-				t.uint(c.Count(i))
-			case pluginv1.MetricType_METRIC_TYPE_SUMMARY:
-				qs, vs := c.Quantiles(i)
-				for j, q := range qs {
-					t.sample(f.Name, "", f.LabelNames, c, lv, "quantile", q)
-					t.float(vs[j])
-				}
-				t.sample(f.Name, "_sum", f.LabelNames, c, lv, "", 0)
-				t.float(c.Value(i))
-				t.sample(f.Name, "_count", f.LabelNames, c, lv, "", 0)
-				t.uint(c.Count(i))
-			default:
-				t.sample(f.Name, "", f.LabelNames, c, lv, "", 0)
-				t.float(c.Value(i))
+			b := append(t.buf, f.Name...)
+			if lv := c.LabelRefs(i); len(lv) > 0 {
+				t.render(f.LabelNames, c, lv)
+				b = append(b, '{')
+				b = append(b, t.labels...)
+				b = append(b, '}')
 			}
+			b = append(b, ' ')
+			b = t.appendFloat(b, c.Value(i))
+			t.buf = append(b, '\n')
 			t.maybeFlush()
 		}
 	}
 }
 
-// sample writes "name{labels} " (the value follows). lv are the sample's
-// label-value references into c's string table (Chunk.LabelRefs).
-func (t *textWriter) sample(name, suffix string, names []string, c *wire.Chunk, lv []uint32, extra string, extraVal float64) {
+// multi writes the samples of part p of a histogram or summary family:
+// several lines per sample that differ only in their suffix and their le
+// or quantile label. The sample's labels are rendered once and copied into
+// each line, the chunk's bounds formatted once for all its samples.
+func (t *textWriter) multi(f *guard.Family, p *guard.Part) {
+	c := &p.Chunk
+	hist := f.Type == pluginv1.MetricType_METRIC_TYPE_HISTOGRAM
+	extra := "quantile"
+	if hist {
+		extra = "le"
+	}
+	// t.bounds: `le="<bound>"` (or quantile) for each of the chunk's
+	// bounds, then `le="+Inf"` for a histogram; t.ends[j] ends entry j.
+	t.bounds, t.ends = t.bounds[:0], t.ends[:0]
+	for _, ub := range c.Bounds() {
+		t.bounds = append(t.bounds, extra...)
+		t.bounds = append(t.bounds, '=', '"')
+		t.bounds = t.appendFloat(t.bounds, ub)
+		t.bounds = append(t.bounds, '"')
+		t.ends = append(t.ends, len(t.bounds))
+	}
+	if hist {
+		t.bounds = append(t.bounds, `le="+Inf"`...)
+		t.ends = append(t.ends, len(t.bounds))
+	}
+	t.labelsFrom(c)
+	for k, n := 0, p.Samples(); k < n; k++ {
+		i := p.Index(k)
+		t.render(f.LabelNames, c, c.LabelRefs(i))
+		if hist {
+			_, cum := c.Buckets(i)
+			start := 0
+			for j, end := range t.ends {
+				t.line(f.Name, "_bucket", t.bounds[start:end])
+				start = end
+				if j < len(cum) {
+					t.uint(cum[j])
+				} else {
+					t.uint(c.Count(i))
+				}
+			}
+		} else {
+			_, vs := c.Quantiles(i)
+			start := 0
+			for j, end := range t.ends {
+				t.line(f.Name, "", t.bounds[start:end])
+				start = end
+				t.float(vs[j])
+			}
+		}
+		t.line(f.Name, "_sum", nil)
+		t.float(c.Value(i))
+		t.line(f.Name, "_count", nil)
+		t.uint(c.Count(i))
+		t.maybeFlush()
+	}
+}
+
+// labelsFrom starts the rendering of chunk c's samples' labels (render):
+// nothing rendered yet is reused.
+func (t *textWriter) labelsFrom(c *wire.Chunk) {
+	t.labels, t.labelEnds, t.refs = t.labels[:0], t.labelEnds[:0], t.refs[:0]
+}
+
+// render sets t.labels to `name="value",...` for the label value
+// references lv into c's string table (Chunk.LabelRefs), the same chunk
+// as the sample rendered before (labelsFrom). The labels up to the first
+// whose value differs from that sample's are kept as rendered: samples
+// come grouped (a device's ports, a port's queues), so most of a line's
+// labels are rendered once for many series.
+func (t *textWriter) render(names []string, c *wire.Chunk, lv []uint32) {
+	j := 0
+	for j < len(t.refs) && j < len(lv) && t.refs[j] == lv[j] {
+		j++
+	}
+	if j == len(lv) && j == len(t.refs) {
+		return
+	}
+	t.refs = append(t.refs[:0], lv...)
+	t.labelEnds = t.labelEnds[:j]
+	b := t.labels[:0]
+	if j > 0 {
+		b = t.labels[:t.labelEnds[j-1]]
+	}
+	for ; j < len(lv); j++ {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, names[j]...)
+		b = append(b, '=', '"')
+		b = appendEscaped(b, c.String(lv[j]), true)
+		b = append(b, '"')
+		t.labelEnds = append(t.labelEnds, len(b))
+	}
+	t.labels = b
+}
+
+// line writes "name<suffix>{<t.labels>,<extra>} " (the value follows):
+// t.labels holds the sample's rendered labels, extra a rendered le or
+// quantile label or nothing.
+func (t *textWriter) line(name, suffix string, extra []byte) {
 	b := append(t.buf, name...)
 	b = append(b, suffix...)
-	if len(lv) > 0 || extra != "" {
+	if len(t.labels) > 0 || len(extra) > 0 {
 		b = append(b, '{')
-		for j, idx := range lv {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, names[j]...)
-			b = append(b, '=', '"')
-			b = appendEscaped(b, c.String(idx), true)
-			b = append(b, '"')
-		}
-		if extra != "" {
-			if len(lv) > 0 {
+		b = append(b, t.labels...)
+		if len(extra) > 0 {
+			if len(t.labels) > 0 {
 				b = append(b, ',')
 			}
 			b = append(b, extra...)
-			b = append(b, '=', '"')
-			b = t.appendFloat(b, extraVal)
-			b = append(b, '"')
 		}
 		b = append(b, '}')
 	}
@@ -227,7 +311,7 @@ func (t *textWriter) appendFloat(b []byte, f float64) []byte {
 		f = 0 // -0 as 0, as expfmt writes it (its f == 0 case)
 	}
 	start := len(b)
-	b = strconv.AppendFloat(b, f, 'g', -1, 64)
+	b = appendShortest(b, f)
 	if t.om {
 		integral := true
 		for _, c := range b[start:] {
@@ -246,7 +330,15 @@ func (t *textWriter) appendFloat(b []byte, f float64) []byte {
 // appendEscaped escapes backslash and newline, and the double quote when
 // quoted (label values, and OpenMetrics help text).
 func appendEscaped(b []byte, s string, quote bool) []byte {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for i < len(s) && s[i] != '\\' && s[i] != '\n' && (s[i] != '"' || !quote) {
+		i++
+	}
+	if i == len(s) { // nothing to escape: the common case, in one copy
+		return append(b, s...)
+	}
+	b = append(b, s[:i]...)
+	for ; i < len(s); i++ {
 		switch c := s[i]; c {
 		case '\\':
 			b = append(b, '\\', '\\')

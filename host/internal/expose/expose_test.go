@@ -151,7 +151,9 @@ func TestProtobufRoundTrip(t *testing.T) {
 }
 
 // FuzzTextEquivalence feeds arbitrary label values, help texts and values
-// through both writers.
+// through both writers; fz_pair's samples repeat and change the value at
+// each label position, as the text writer's reuse of the labels rendered
+// for the sample before needs.
 func FuzzTextEquivalence(f *testing.F) {
 	f.Add("v", "help", 1.5, uint64(3))
 	f.Add("quo\"te\\n", "multi\nline \\", math.Inf(1), uint64(0))
@@ -159,8 +161,14 @@ func FuzzTextEquivalence(f *testing.F) {
 	f.Fuzz(func(t *testing.T, label, help string, v float64, cnt uint64) {
 		g := sdk.NewDesc("fz_value", sdk.Gauge, help, "l")
 		h := sdk.NewDesc("fz_seconds", sdk.Histogram, help, "l")
+		pair := sdk.NewDesc("fz_pair", sdk.Gauge, help, "a", "b")
 		batches := batchtest.Record(func(w *sdk.Writer) {
 			w.Gauge(g, v, label)
+			w.Gauge(pair, v, label, "x")
+			w.Gauge(pair, v, label, label+"y")
+			w.Gauge(pair, v, "x", label)
+			w.Gauge(pair, v, "x", label+"\n")
+			w.Gauge(pair, v, label+"\"", "x")
 			w.Histogram(h, []float64{v}, []uint64{cnt}, cnt, v, label)
 		})
 		fams := guard.Merge([]guard.Input{{Plugin: "p", Batches: batches}}, guard.Options{}).Families

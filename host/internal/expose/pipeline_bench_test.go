@@ -4,7 +4,9 @@ import (
 	"compress/gzip"
 	"io"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
@@ -19,7 +21,9 @@ import (
 // performance harness's 100k-series workload without the transports: decode
 // every plugin's messages (proto.Unmarshal, as gRPC's Recv does), merge
 // through the guard, encode (and gzip at BestSpeed, as the web handler
-// does). Compare with the end-to-end numbers in docs/performance.md to see
+// does). cpu-ms/op is the process's CPU time per scrape (user and
+// system, the GC's included), steadier than ns/op on a shared machine.
+// Compare with the end-to-end numbers in docs/performance.md to see
 // what gRPC, HTTP and the process boundary add.
 //
 //	go test ./host/internal/expose -run '^$' -bench HostPipeline -count 6 | benchstat -
@@ -50,6 +54,7 @@ func BenchmarkHostPipeline(b *testing.B) {
 				gz, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
 				var n countWriter
 				b.ReportAllocs()
+				cpu0 := cpuTime()
 				for b.Loop() {
 					inputs := make([]guard.Input, plugins)
 					for i, msgs := range wire {
@@ -77,9 +82,19 @@ func BenchmarkHostPipeline(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(n), "bytes/op")
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 			})
 		}
 	}
+}
+
+// cpuTime is the process's CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 type countWriter int64

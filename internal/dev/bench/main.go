@@ -50,9 +50,13 @@ type harness struct {
 	root    string // repository root
 	binDir  string
 	hostBin string
-	work    string // temp dir for configs, logs, profiles
-	trees   string // temp dir for the sysfs and procfs trees (tmpfs if possible)
-	client  *http.Client
+	// -compare-bin: another build's directory (plexporter, bench/); scenario
+	// 1 measures its B beside this build's, interleaved
+	compareBin string
+	formats    []format // -formats: scenario 1's formats
+	work       string   // temp dir for configs, logs, profiles
+	trees      string   // temp dir for the sysfs and procfs trees (tmpfs if possible)
+	client     *http.Client
 
 	runs      int
 	minRun    time.Duration
@@ -91,13 +95,15 @@ func main() {
 func run() int {
 	h := &harness{started: time.Now(), report: &report{}, sandboxed: map[string]int{}}
 	var (
-		sizes, scen, out, paces string
-		keep                    bool
+		sizes, scen, out, paces, formats string
+		keep                             bool
 	)
 	flag.StringVar(&h.binDir, "bin", "bin", "directory with plexporter, plugins/ (make build) and bench/ (chaos and bench plugins)")
 	flag.IntVar(&h.runs, "runs", 5, "runs per measurement (the median is reported); at least 5 for the report")
 	flag.DurationVar(&h.minRun, "min-run", 400*time.Millisecond, "minimum duration of one run (scrapes repeat until it has passed)")
 	flag.StringVar(&sizes, "sizes", "1000,10000,100000", "series counts of scenario 1")
+	flag.StringVar(&h.compareBin, "compare-bin", "", "scenario 1: also measure B (host + 1 bench plugin) built in this directory (plexporter, bench/plexporter-bench), interleaved with this build's in the same runs, and report the ratios run by run")
+	flag.StringVar(&formats, "formats", "text,text+gzip,OpenMetrics,protobuf", "scenario 1's formats (comma-separated)")
 	flag.StringVar(&scen, "scenarios", "1,2,3,4,5,6,7,8,9", "scenarios to run (comma-separated)")
 	flag.StringVar(&paces, "paces", "0,1s,15s", "paces of the plexporter-vs-node_exporter scenarios (2, 3, 7): 0 is back to back, else one scrape of each exporter per duration; the slowest is the headline")
 	flag.IntVar(&h.scrapes, "scrapes", 20, "rounds (one scrape of each exporter) at each timed pace under 10s")
@@ -117,6 +123,14 @@ func run() int {
 			return 2
 		}
 		h.sizes = append(h.sizes, n)
+	}
+	for _, name := range strings.Split(formats, ",") {
+		i := slices.IndexFunc(allFormats, func(f format) bool { return f.name == strings.TrimSpace(name) })
+		if i < 0 {
+			fmt.Fprintf(os.Stderr, "bench: unknown -formats entry %q\n", name)
+			return 2
+		}
+		h.formats = append(h.formats, allFormats[i])
 	}
 	h.scenarios = map[string]bool{}
 	for _, s := range strings.Split(scen, ",") {

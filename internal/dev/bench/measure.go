@@ -48,6 +48,7 @@ type hostSpec struct {
 	args    []string
 	env     []string
 	netns   *benchNetns // run the host in this network namespace (nil: the harness's)
+	bin     string      // the host executable (empty: h.hostBin)
 }
 
 // startHost installs the plugins as plexporter-<name> symlinks in a fresh
@@ -88,7 +89,11 @@ func (h *harness) startHost(spec hostSpec) (*exporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, args := h.hostBin, append([]string{"--plugin.dir=" + dir, "--config.file=" + cfg, "--web.listen-address=" + addr}, spec.args...)
+	bin := h.hostBin
+	if spec.bin != "" {
+		bin = spec.bin
+	}
+	args := append([]string{"--plugin.dir=" + dir, "--config.file=" + cfg, "--web.listen-address=" + addr}, spec.args...)
 	if spec.netns != nil {
 		bin, args = spec.netns.command(bin, args)
 		netnsAddrs.Store(addr, spec.netns.path)
