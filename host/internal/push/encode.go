@@ -46,6 +46,10 @@ type writeRequest struct {
 	labels [][]byte // per series, from encodeLabels
 	values []float64
 	ts     int64
+	// Per series (by index) whose sample is a native histogram: its
+	// prompb.Histogram, encoded (TimeSeries field 4, histograms), sent
+	// instead of the float sample.
+	hists map[int][]byte
 }
 
 // sampleSize is the size of Sample{value, timestamp}: proto3 leaves out
@@ -62,6 +66,9 @@ func (r *writeRequest) sampleSize(v float64) int {
 }
 
 func (r *writeRequest) seriesSize(i int) int {
+	if h, ok := r.hists[i]; ok {
+		return len(r.labels[i]) + 1 + protowire.SizeBytes(len(h))
+	}
 	s := r.sampleSize(r.values[i])
 	return len(r.labels[i]) + 1 + protowire.SizeBytes(s)
 }
@@ -83,6 +90,11 @@ func (r *writeRequest) MarshalToSizedBuffer(buf []byte) (int, error) {
 		b = protowire.AppendTag(b, 1, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(r.seriesSize(i)))
 		b = append(b, ls...)
+		if h, ok := r.hists[i]; ok {
+			b = protowire.AppendTag(b, 4, protowire.BytesType)
+			b = protowire.AppendBytes(b, h)
+			continue
+		}
 		b = protowire.AppendTag(b, 2, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(r.sampleSize(v)))
 		if v != 0 {

@@ -120,10 +120,15 @@ func (p *Pusher) encodeRW2(b *snapshot, n int) *writev2.Request {
 			}
 			md.Type, md.HelpRef, md.UnitRef = rw2Types[f.typ], helpRef, unitRef
 		}
-		samples[i].Value, samples[i].Timestamp = values[i], b.ts
-		samplePtrs[i] = &samples[i]
 		ts := &series[i]
-		ts.LabelsRefs, ts.Samples, ts.Metadata = refs[start:len(refs):len(refs)], samplePtrs[i:i+1:i+1], md
+		ts.LabelsRefs, ts.Metadata = refs[start:len(refs):len(refs)], md
+		if h := p.histAt(b, b.done+i, id, values[i]); h != nil {
+			ts.Histograms = []*writev2.Histogram{rw2Hist(h)}
+		} else {
+			samples[i].Value, samples[i].Timestamp = values[i], b.ts
+			samplePtrs[i] = &samples[i]
+			ts.Samples = samplePtrs[i : i+1 : i+1]
+		}
 		req.Timeseries[i] = ts
 	}
 	req.Symbols = syms
@@ -170,7 +175,8 @@ type otlpPoint struct {
 // encodeOTLP is an OTLP ExportMetricsServiceRequest: one resource (the
 // external labels), one metric per family, gauges and untyped as Gauge,
 // counters as cumulative monotonic Sum, classic histograms as
-// explicit-bucket Histogram, summaries as Summary. A series' labels other
+// explicit-bucket Histogram, native histograms as cumulative
+// ExponentialHistogram (expPoint), summaries as Summary. A series' labels other
 // than the external ones are its data point's attributes. A staleness
 // marker becomes a data point flagged NoRecordedValue. p.mu is held.
 func (p *Pusher) encodeOTLP(b *snapshot, n int) *colmetricpb.ExportMetricsServiceRequest {
@@ -178,6 +184,7 @@ func (p *Pusher) encodeOTLP(b *snapshot, n int) *colmetricpb.ExportMetricsServic
 	tsNano := uint64(b.ts) * uint64(time.Millisecond)
 	numbers := numberPoints{points: make([]metricspb.NumberDataPoint, 0, n), values: make([]metricspb.NumberDataPoint_AsDouble, 0, n)}
 	metrics := map[*famMeta]*metricspb.Metric{}
+	expMetrics := map[*famMeta]*metricspb.Metric{} // native histograms
 	var order []*metricspb.Metric
 	points := map[string]*otlpPoint{}
 	var pointOrder []*otlpPoint
@@ -190,8 +197,9 @@ func (p *Pusher) encodeOTLP(b *snapshot, n int) *colmetricpb.ExportMetricsServic
 		}
 		v := values[i]
 		stale := value.IsStaleNaN(v)
+		h := p.histAt(b, b.done+i, id, v)
 		m := metrics[f]
-		if m == nil {
+		if m == nil && h == nil {
 			m = &metricspb.Metric{Name: f.name, Description: f.help, Unit: f.unit}
 			switch f.typ {
 			case pluginv1.MetricType_METRIC_TYPE_COUNTER:
@@ -207,6 +215,28 @@ func (p *Pusher) encodeOTLP(b *snapshot, n int) *colmetricpb.ExportMetricsServic
 			order = append(order, m)
 		}
 		ls := p.tab.labels[id]
+		if h != nil {
+			// A native histogram: an ExponentialHistogram metric of
+			// the family, besides the Histogram of its classic ones.
+			e := expMetrics[f]
+			if e == nil {
+				e = &metricspb.Metric{Name: f.name, Description: f.help, Unit: f.unit, Data: &metricspb.Metric_ExponentialHistogram{ExponentialHistogram: &metricspb.ExponentialHistogram{
+					AggregationTemporality: metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE}}}
+				expMetrics[f] = e
+				order = append(order, e)
+			}
+			start := p.tab.startOf(id, b.ts, v)
+			var dp *metricspb.ExponentialHistogramDataPoint
+			if stale {
+				dp = &metricspb.ExponentialHistogramDataPoint{TimeUnixNano: tsNano, StartTimeUnixNano: uint64(start) * uint64(time.Millisecond), Flags: noRecordedValue}
+			} else {
+				dp = expPoint(h, b.ts, start)
+			}
+			dp.ProtoReflect().SetUnknown(p.attrsOf(id, roleNative, pointExpHistogram))
+			eh := e.Data.(*metricspb.Metric_ExponentialHistogram).ExponentialHistogram
+			eh.DataPoints = append(eh.DataPoints, dp)
+			continue
+		}
 		switch d := m.Data.(type) {
 		case *metricspb.Metric_Gauge:
 			d.Gauge.DataPoints = append(d.Gauge.DataPoints, p.numberPoint(&numbers, id, tsNano, v, stale))
@@ -323,6 +353,7 @@ const (
 	pointNumber uint8 = iota
 	pointHistogram
 	pointSummary
+	pointExpHistogram
 )
 
 // attrsOf returns series id's data point attributes, for a data point of
@@ -347,6 +378,8 @@ func (p *Pusher) attrsOf(id uint32, role, kind uint8) protoreflect.RawFields {
 			m = &metricspb.HistogramDataPoint{Attributes: attrs}
 		case pointSummary:
 			m = &metricspb.SummaryDataPoint{Attributes: attrs}
+		case pointExpHistogram:
+			m = &metricspb.ExponentialHistogramDataPoint{Attributes: attrs}
 		default:
 			m = &metricspb.NumberDataPoint{Attributes: attrs}
 		}

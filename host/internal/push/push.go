@@ -97,7 +97,10 @@ type snapshot struct {
 	n      int   // samples
 	ids    []uint32
 	values []float64
-	done   int // samples sent or rejected already
+	// The native histograms, by sample index (nil: none); the value of
+	// such a sample is its count.
+	natives map[int]*prompb.Histogram
+	done    int // samples sent or rejected already
 
 	frames  []frame   // with a spool: the requests, while not on disk
 	next    int       // with a spool: frames sent or rejected already
@@ -350,13 +353,19 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 		p.mark[id] = p.snaps
 		p.tab.setInfo(id, in)
 		if p.priorStarts != nil && p.tab.start[id] == 0 && in.fam != nil &&
-			(in.role == roleCount || (in.role == roleValue && in.fam.typ == pluginv1.MetricType_METRIC_TYPE_COUNTER)) {
+			(in.role == roleCount || in.role == roleNative || (in.role == roleValue && in.fam.typ == pluginv1.MetricType_METRIC_TYPE_COUNTER)) {
 			if st, ok := p.priorStarts[string(key)]; ok {
 				// The series as the last run left it: its start holds
 				// while its value does not decrease (startOf).
 				p.tab.start[id], p.tab.prev[id] = st.start, st.prev
 				delete(p.priorStarts, string(key))
 			}
+		}
+		if in.role == roleNative {
+			if b.natives == nil {
+				b.natives = map[int]*prompb.Histogram{}
+			}
+			b.natives[len(b.ids)] = histOf(lb.nat, lb.natCount, lb.natSum, b.ts)
 		}
 		b.ids, b.values = append(b.ids, id), append(b.values, v)
 	})
@@ -444,7 +453,7 @@ func (p *Pusher) spoolSnapshot(b *snapshot) {
 	}
 	b.done = 0
 	p.tab.release(b.ids)
-	b.ids, b.values, b.frames = nil, nil, frames
+	b.ids, b.values, b.natives, b.frames = nil, nil, nil, frames
 	f := p.spool.name(b.ts, b.n)
 	for {
 		p.mu.Unlock()
@@ -709,8 +718,9 @@ func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 	case *writev2.Request, rw2Message:
 		var stats remote.WriteResponseStats
 		stats, err = p.api.Write(ctx, remote.WriteV2MessageType, r, remote.WithWriteRetryCallback(retry))
-		if err == nil && stats.Samples < n {
-			rejected, why = n-stats.Samples, fmt.Sprintf("X-Prometheus-Remote-Write-Samples-Written: %d of %d", stats.Samples, n)
+		// A native histogram is one sample here, one histogram there.
+		if w := stats.Samples + stats.Histograms; err == nil && w < n {
+			rejected, why = n-w, fmt.Sprintf("X-Prometheus-Remote-Write-Samples-Written and -Histograms-Written: %d of %d", w, n)
 		}
 	default:
 		_, err = p.api.Write(ctx, remote.WriteV1MessageType, req, remote.WithWriteRetryCallback(retry))
@@ -782,6 +792,17 @@ func (p *Pusher) request(b *snapshot, n int) *writeRequest {
 	r := &writeRequest{labels: make([][]byte, n), values: b.values[b.done : b.done+n], ts: b.ts}
 	for i, id := range b.ids[b.done : b.done+n] {
 		r.labels[i] = p.tab.enc[id]
+		if h := p.histAt(b, b.done+i, id, r.values[i]); h != nil {
+			raw, err := h.Marshal()
+			if err != nil { // not expected: the histogram is made of numbers
+				p.log.Error("push: cannot encode a native histogram; its count goes as a float sample", "labels", p.tab.labels[id], "err", err)
+				continue
+			}
+			if r.hists == nil {
+				r.hists = map[int][]byte{}
+			}
+			r.hists[i] = raw
+		}
 	}
 	return r
 }

@@ -159,6 +159,7 @@ const (
 	roleSum                   // histogram or summary _sum
 	roleCount                 // histogram or summary _count
 	roleQuantile              // summary quantile (bound: the quantile)
+	roleNative                // native histogram: the family's name, one histogram sample (labelBuilder.nat)
 )
 
 // seriesInfo says what a series is: its family and its role there.
@@ -255,8 +256,10 @@ func (t *table) len() int { return len(t.byHash) + len(t.overflow) }
 // shows, name for name (host/internal/expose writes the same walk): a
 // counter, gauge or untyped sample is one series, a histogram its _bucket
 // series (with le, +Inf last), _sum and _count, a summary its quantiles,
-// _sum and _count. A native histogram is sent as the classic series the
-// text format shows for it; native histogram samples are not sent yet.
+// _sum and _count. A native histogram is one series named as its family,
+// its value the count (roleNative: the histogram is the labelBuilder's
+// nat, natCount and natSum), as Prometheus ingests it from a protobuf
+// scrape; the classic buckets a plugin may serve along are left out.
 // external labels are added to series that lack them. Each series goes to
 // emit with its key and sorted labels, in buffers reused for the next;
 // label strings point into the plugins' batches (table.ref copies them).
@@ -296,6 +299,12 @@ func flattenInfo(fams []*guard.Family, external []prompb.Label, intern func(*gua
 				b.reset(c, c.LabelRefs(i))
 				switch f.Type {
 				case pluginv1.MetricType_METRIC_TYPE_HISTOGRAM:
+					if c.IsNative() {
+						b.nat, b.natCount, b.natSum = c.Native(i), c.Count(i), c.Value(i)
+						b.first = true
+						b.add(plain, f.Name, "", float64(c.Count(i)), roleNative, 0)
+						continue
+					}
 					bounds, cum := c.Buckets(i)
 					b.first = true
 					for j, ub := range bounds {
@@ -362,6 +371,11 @@ type labelBuilder struct {
 	key            []byte
 	fam            *famMeta
 	first          bool // the next series added starts a data point
+	// The current native histogram (roleNative): its buckets (pointing
+	// into the batch), count and sum.
+	nat      wire.Native
+	natCount uint64
+	natSum   float64
 	emit           func(key []byte, b *labelBuilder, v float64, in seriesInfo)
 }
 
