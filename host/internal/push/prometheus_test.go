@@ -41,7 +41,7 @@ type promReceiver struct {
 	queryBase string
 }
 
-func startReceiver(t *testing.T) *promReceiver {
+func startReceiver(t *testing.T, flags ...string) *promReceiver {
 	t.Helper()
 	bin := sdktest.PrometheusBinary(t, "prometheus")
 	dir := t.TempDir()
@@ -57,6 +57,7 @@ func startReceiver(t *testing.T) *promReceiver {
 	r := &promReceiver{t: t, bin: bin, dir: dir, addr: addr, logs: &syncbuf.Buffer{}, writeURL: "http://" + addr + "/api/v1/write", queryBase: "http://" + addr, ready: "/-/ready"}
 	r.argv = []string{bin, "--config.file=" + filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr, "--web.enable-remote-write-receiver"}
+	r.argv = append(r.argv, flags...)
 	t.Cleanup(func() {
 		r.stop()
 		if t.Failed() {

@@ -65,6 +65,7 @@ type rw2Series struct {
 	help      string
 	unit      string
 	labelSets []string
+	hist      *writev2.Histogram // a histogram sample (value and ts unset)
 }
 
 func (s *rw2Store) Store(r *http.Request, _ remote.WriteMessageType) (*remote.WriteResponse, error) {
@@ -82,7 +83,7 @@ func (s *rw2Store) Store(r *http.Request, _ remote.WriteMessageType) (*remote.Wr
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.headers = append(s.headers, r.Header.Clone())
-	n := 0
+	n, nh := 0, 0
 	for _, ts := range req.Timeseries {
 		ls := writev2.DesymbolizeLabels(ts.LabelsRefs, req.Symbols, nil)
 		m := map[string]string{}
@@ -94,8 +95,12 @@ func (s *rw2Store) Store(r *http.Request, _ remote.WriteMessageType) (*remote.Wr
 			s.series = append(s.series, rw2Series{labels: m, value: smp.Value, ts: smp.Timestamp, typ: md.GetType(), help: req.Symbols[md.GetHelpRef()], unit: req.Symbols[md.GetUnitRef()]})
 			n++
 		}
+		for _, h := range ts.Histograms {
+			s.series = append(s.series, rw2Series{labels: m, hist: h, typ: md.GetType(), help: req.Symbols[md.GetHelpRef()], unit: req.Symbols[md.GetUnitRef()]})
+			nh++
+		}
 	}
-	resp.Add(remote.WriteResponseStats{Samples: n})
+	resp.Add(remote.WriteResponseStats{Samples: n, Histograms: nh})
 	return resp, nil
 }
 

@@ -376,7 +376,7 @@ type labelBuilder struct {
 	nat      wire.Native
 	natCount uint64
 	natSum   float64
-	emit           func(key []byte, b *labelBuilder, v float64, in seriesInfo)
+	emit     func(key []byte, b *labelBuilder, v float64, in seriesInfo)
 }
 
 // plan returns, in buf, the labels of a family's series whose label names
