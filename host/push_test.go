@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -257,5 +258,70 @@ func TestPushSectionChangeOnReloadIsSaid(t *testing.T) {
 	_, mfs = h.scrape("")
 	if value(mfs, "plexporter_push_pending_samples") < 0 {
 		t.Error("push self-metrics gone after the reload")
+	}
+}
+
+// TestPushNativeHistogramToRealPrometheus runs the host with the native
+// test plugin and push: to a real Prometheus with native histograms on:
+// the plugin's native histogram arrives as one, the classic buckets it
+// serves beside it are not pushed (Prometheus ingests one or the other),
+// and at a pushed snapshot's instant its distribution is the one /metrics
+// serves: the same mean, a median of exactly 1 s and a 20th percentile of
+// exactly 0.5 s (bucket boundaries).
+func TestPushNativeHistogramToRealPrometheus(t *testing.T) {
+	bin := prometheusBinary(t)
+	prom := startPrometheusEvery(t, bin, "127.0.0.1:1", "1h", "10s", "--web.enable-remote-write-receiver", "--enable-feature=native-histograms")
+	waitReady(t, prom)
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(binDir, "native"), filepath.Join(dir, "plexporter-native")); err != nil {
+		t.Fatal(err)
+	}
+	h := startHostIn(t, dir, fmt.Sprintf(`  native: {}
+push:
+  url: %s/api/v1/write
+  interval: 1s
+  external_labels: {job: pushed}
+`, prom))
+	var at string
+	h.waitFor(minWait, "a pushed native histogram in Prometheus", func() bool {
+		if len(query(t, prom, `histogram_count(native_latency_seconds{job="pushed"})`, "job")) == 0 {
+			return false
+		}
+		at = query(t, prom, `max(timestamp(plexporter_build_info{job="pushed"}))`, "")[""]
+		return at != ""
+	})
+	t.Logf("comparing at %s", at)
+	num := func(q string) float64 {
+		t.Helper()
+		v, err := strconv.ParseFloat(queryAt(t, prom, at, q, "")[""], 64)
+		if err != nil {
+			t.Errorf("%s at %s: no value", q, at)
+			return math.NaN()
+		}
+		return v
+	}
+	_, served := h.scrape("")
+	mf := served["native_latency_seconds"]
+	if mf == nil || len(mf.GetMetric()) != 1 {
+		t.Fatalf("/metrics serves native_latency_seconds as %v", mf)
+	}
+	sh := mf.GetMetric()[0].GetHistogram()
+	servedMean := sh.GetSampleSum() / float64(sh.GetSampleCount())
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
+	count := num(`histogram_count(native_latency_seconds{job="pushed"})`)
+	if count <= 0 || math.Mod(count, 100) != 0 {
+		t.Errorf("pushed histogram_count %v, want a positive multiple of 100 (the plugin's 100 observations per collect)", count)
+	}
+	if mean := num(`histogram_sum(native_latency_seconds{job="pushed"}) / histogram_count(native_latency_seconds{job="pushed"})`); !near(mean, servedMean) {
+		t.Errorf("pushed mean %v, /metrics serves %v", mean, servedMean)
+	}
+	if q := num(`histogram_quantile(0.5, native_latency_seconds{job="pushed"})`); !near(q, 1) {
+		t.Errorf("histogram_quantile(0.5) over the pushed native histogram = %v, want 1", q)
+	}
+	if q := num(`histogram_quantile(0.2, native_latency_seconds{job="pushed"})`); !near(q, 0.5) {
+		t.Errorf("histogram_quantile(0.2) over the pushed native histogram = %v, want 0.5", q)
+	}
+	if n := queryAt(t, prom, at, `{job="pushed",__name__=~"native_latency_seconds_.+"}`, "__name__"); len(n) != 0 {
+		t.Errorf("classic series pushed with the native histogram: %v", n)
 	}
 }
