@@ -405,3 +405,57 @@ func TestNativeHistogramOTLP(t *testing.T) {
 		t.Errorf("data points %s, want [a@0 b@0 a@1000 b=stale@1000 a@2000]", g)
 	}
 }
+
+// TestNativeHistogramSpooled: the spool keeps request bodies, so native
+// histograms (and their staleness marker) of an earlier run's spooled
+// snapshots arrive as histograms after a crash, in every protocol that
+// spools (remote write 1.0 here; 2.0 and OTLP encode the same way).
+func TestNativeHistogramSpooled(t *testing.T) {
+	dir := t.TempDir()
+	base := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	spooled := func(c *config.Push) { c.SpoolDir = dir }
+	crashed := nativePusher(t, "http://127.0.0.1:1", base, [][]string{{"a", "b"}, {"a"}}, spooled)
+	crashed.Snapshot(context.Background())
+	crashed.Snapshot(context.Background())
+	crashed.mu.Lock()
+	for _, b := range crashed.ring {
+		if !b.spooled || b.natives != nil {
+			t.Errorf("snapshot at %d: spooled %v, natives kept %v", b.ts, b.spooled, b.natives != nil)
+		}
+	}
+	crashed.mu.Unlock()
+
+	rc := &receiver{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	p := nativePusher(t, srv.URL, base.Add(time.Hour), [][]string{{"a"}}, spooled)
+	p.now = func() time.Time { return base.Add(2 * time.Second) }
+	stop := runPusher(p)
+	waitFor(t, "the spooled snapshots and one more", func() bool { _, n := rc.count(); return n >= 10 })
+	stop()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var hists []string
+	for _, ts := range rc.got {
+		m := labelMap(ts.Labels)
+		if m["__name__"] != "native_seconds" {
+			continue
+		}
+		if len(ts.Histograms) != 1 || len(ts.Samples) != 0 {
+			t.Errorf("%v: %d samples, %d histograms", m, len(ts.Samples), len(ts.Histograms))
+			continue
+		}
+		h := ts.Histograms[0]
+		if value.IsStaleNaN(h.Sum) {
+			hists = append(hists, fmt.Sprintf("%s=stale@%d", m["device"], h.Timestamp-base.UnixMilli()))
+			continue
+		}
+		if h.GetCountInt() != nativeCount || h.Sum != nativeSum || !slices.Equal(h.PositiveDeltas, []int64{3, 2, -1}) {
+			t.Errorf("histogram %+v", h)
+		}
+		hists = append(hists, fmt.Sprintf("%s@%d", m["device"], h.Timestamp-base.UnixMilli()))
+	}
+	if g := fmt.Sprint(hists); g != "[a@0 b@0 a@1000 b=stale@1000 a@2000]" {
+		t.Errorf("histogram samples %s, want [a@0 b@0 a@1000 b=stale@1000 a@2000]", g)
+	}
+}
