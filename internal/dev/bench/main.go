@@ -25,7 +25,7 @@
 //     (host + 1 plugin; issue 31)
 //
 // Every figure is the median of -runs runs; a run repeats scrapes for at
-// least -min-run. CPU is each process's CPU clock (processCPU: what
+// least -min-run. CPU is each process's CPU clock (proctree.CPU: what
 // /proc/<pid>/stat's utime+stime count, in ns rather than 10 ms ticks). Compared configurations are measured
 // interleaved, run by run, so ratios come from the same minutes. Every
 // process listens on 127.0.0.1 only; every loop is bounded in count and time.

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/plexporter/plexporter/internal/dev/proctree"
 )
 
 var sandboxedLine = regexp.MustCompile(`(?m)^plexporter_plugin_sandboxed\{plugin="([^"]+)"\} (\S+)$`)
@@ -34,7 +36,7 @@ func (e *exporter) rss() float64 {
 // measured (a restarted plugin would have a new pid and lost CPU time).
 func (e *exporter) alive() error {
 	for _, pid := range e.pids() {
-		if _, err := readStat(pid); err != nil {
+		if _, err := proctree.ReadStat(pid); err != nil {
 			return fmt.Errorf("%s: process %d is gone (crash or restart?)\n%s", e.name, pid, e.logTail())
 		}
 	}
@@ -110,7 +112,7 @@ func (h *harness) startHost(spec hostSpec) (*exporter, error) {
 	// the processes to be listed, and for the count to be stable.
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		e.plugins = childPIDs(p.pid())
+		e.plugins = proctree.Children(p.pid())
 		if len(e.plugins) >= len(spec.plugins) {
 			break
 		}
@@ -122,7 +124,7 @@ func (h *harness) startHost(spec hostSpec) (*exporter, error) {
 	// A sandboxed plugin runs below its launcher, the init of its PID
 	// namespace: the host's child is the launcher, the plugin its child.
 	// Measure every process below the host, or the plugin's CPU is lost.
-	e.plugins = descendants(p.pid())
+	e.plugins = proctree.Descendants(p.pid())
 	// Record whether the plugins run in their sandbox (the production
 	// default when the host runs as root).
 	if body, err := h.getBody(p.url + e.path); err == nil {
@@ -165,11 +167,11 @@ const maxScrapesPerRun = 20000
 func (h *harness) measureRun(e *exporter, f format) (runResult, error) {
 	url := e.url + e.path
 	pids := e.pids()
-	cpu0, err := cpuSeconds(pids)
+	cpu0, err := proctree.CPUSum(pids)
 	if err != nil {
 		return runResult{}, err
 	}
-	main0, _ := cpuSeconds(pids[:1])
+	main0, _ := proctree.CPUSum(pids[:1])
 	var r runResult
 	t0 := time.Now()
 	for r.scrapes < maxScrapesPerRun {
@@ -187,11 +189,11 @@ func (h *harness) measureRun(e *exporter, f format) (runResult, error) {
 		}
 	}
 	elapsed := time.Since(t0).Seconds()
-	cpu1, err := cpuSeconds(pids)
+	cpu1, err := proctree.CPUSum(pids)
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", e.name, err)
 	}
-	main1, _ := cpuSeconds(pids[:1])
+	main1, _ := proctree.CPUSum(pids[:1])
 	r.wall = elapsed / float64(r.scrapes)
 	r.cpu = (cpu1 - cpu0) / float64(r.scrapes)
 	r.cpuMain = (main1 - main0) / float64(r.scrapes)

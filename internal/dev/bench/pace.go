@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/plexporter/plexporter/internal/dev/proctree"
 )
 
 // pace is how often the exporters are scraped: every `every` (0: back to
@@ -148,11 +150,11 @@ func (h *harness) measurePaced(es []*exporter, every time.Duration, rounds int, 
 			i := slotExporter(every, n, round, slot)
 			e := es[i]
 			pids := e.pids()
-			cpu, err := cpuSeconds(pids)
+			cpu, err := proctree.CPUSum(pids)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", e.name, err)
 			}
-			main, _ := cpuSeconds(pids[:1])
+			main, _ := proctree.CPUSum(pids[:1])
 			now := time.Now()
 			if round > 0 {
 				cells[i].add(cpu-prev[i][0], main-prev[i][1], wall[i].Seconds(), now.Sub(last[i]).Seconds(), bytes[i])

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,8 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // proc is a process the harness started; every one is stopped on exit.
@@ -166,124 +163,6 @@ func waitHTTP(p *proc, path string, poll, timeout time.Duration) error {
 		time.Sleep(poll)
 	}
 	return fmt.Errorf("%s: %s not 200 after %v\n%s", p.name, path, timeout, p.logTail())
-}
-
-// childPIDs lists the processes whose parent is pid (a scan of /proc: the
-// host forks plugins from a thread other than its main one, so the main
-// thread's children file does not list them).
-func childPIDs(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := readStat(n)
-		if err == nil && st.ppid == pid {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// descendants returns every process below pid (children, their children,
-// ...), in no particular order.
-func descendants(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	parent := map[int]int{}
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, err := readStat(n); err == nil {
-			parent[n] = st.ppid
-		}
-	}
-	var out []int
-	for n := range parent {
-		for p := parent[n]; p != 0; p = parent[p] {
-			if p == pid {
-				out = append(out, n)
-				break
-			}
-			if _, ok := parent[p]; !ok {
-				break
-			}
-		}
-	}
-	return out
-}
-
-type procStat struct {
-	ppid         int
-	utime, stime uint64 // clock ticks
-}
-
-func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 > len(s) {
-		return procStat{}, errors.New("bad stat")
-	}
-	f := strings.Fields(s[i+2:])
-	// f[0] is field 3 (state): ppid is field 4, utime 14, stime 15.
-	if len(f) < 13 {
-		return procStat{}, errors.New("short stat")
-	}
-	var st procStat
-	st.ppid, _ = strconv.Atoi(f[1])
-	st.utime, _ = strconv.ParseUint(f[11], 10, 64)
-	st.stime, _ = strconv.ParseUint(f[12], 10, 64)
-	return st, nil
-}
-
-var clockTicks = func() float64 {
-	out, err := exec.Command("getconf", "CLK_TCK").Output()
-	if err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && n > 0 {
-			return float64(n)
-		}
-	}
-	return 100
-}()
-
-// cpuSeconds is the CPU time (user + system) of the given processes, each
-// counting its threads, live and exited.
-func cpuSeconds(pids []int) (float64, error) {
-	var total float64
-	for _, pid := range pids {
-		s, err := processCPU(pid)
-		if err != nil {
-			return 0, fmt.Errorf("pid %d gone: %w", pid, err)
-		}
-		total += s
-	}
-	return total, nil
-}
-
-// processCPU reads a process's CPU clock (clock_gettime of its
-// CLOCK_PROCESS_CPUTIME_ID, the scheduler's sum_exec_runtime of the thread
-// group) in nanoseconds: the quantity /proc/<pid>/stat's utime+stime are
-// scaled to, without their 10 ms clock ticks, so that one scrape's CPU is
-// measured, not rounded to a tick. Where the kernel does not answer for
-// another process, utime+stime from /proc/<pid>/stat.
-func processCPU(pid int) (float64, error) {
-	var ts unix.Timespec
-	// clock_getcpuclockid(pid): MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED).
-	if err := unix.ClockGettime(int32(^pid<<3|2), &ts); err == nil && pid > 0 && pid < 1<<28 {
-		return float64(ts.Nano()) / 1e9, nil
-	}
-	st, err := readStat(pid)
-	if err != nil {
-		return 0, err
-	}
-	return float64(st.utime+st.stime) / clockTicks, nil
 }
 
 // status returns a field of /proc/<pid>/status in bytes (VmRSS, VmHWM).

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/plexporter/plexporter/internal/dev/bench/workload"
+	"github.com/plexporter/plexporter/internal/dev/proctree"
 )
 
 // pushProtocols are the push protocols scenario 9 measures, each with the
@@ -223,11 +224,11 @@ func (h *harness) scenarioPush() error {
 	for run := range h.runs {
 		var c0, h0 []float64
 		for _, e := range pushers {
-			all, err := cpuSeconds(e.pids())
+			all, err := proctree.CPUSum(e.pids())
 			if err != nil {
 				return err
 			}
-			host, err := processCPU(e.pid())
+			host, err := proctree.CPU(e.pid())
 			if err != nil {
 				return err
 			}
@@ -237,11 +238,11 @@ func (h *harness) scenarioPush() error {
 		time.Sleep(pushWindow)
 		to := time.Now()
 		for i, e := range pushers {
-			all, err := cpuSeconds(e.pids())
+			all, err := proctree.CPUSum(e.pids())
 			if err != nil {
 				return err
 			}
-			host, err := processCPU(e.pid())
+			host, err := proctree.CPU(e.pid())
 			if err != nil {
 				return err
 			}

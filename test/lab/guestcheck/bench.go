@@ -19,7 +19,6 @@ package main
 // absolute figures are the emulator's; the ratios are what this reports.
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,11 +26,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/plexporter/plexporter/internal/dev/proctree"
 )
 
 type benchOptions struct {
@@ -60,7 +60,7 @@ type benchExporter struct {
 }
 
 func (e *benchExporter) refreshPids() {
-	e.pids = append([]int{e.cmd.Process.Pid}, descendants(e.cmd.Process.Pid)...)
+	e.pids = append([]int{e.cmd.Process.Pid}, proctree.Descendants(e.cmd.Process.Pid)...)
 }
 
 func (e *benchExporter) stop() {
@@ -80,7 +80,7 @@ func (e *benchExporter) stop() {
 
 func (e *benchExporter) alive() error {
 	for _, pid := range e.pids {
-		if _, _, err := readProcStat(pid); err != nil {
+		if _, err := proctree.ReadStat(pid); err != nil {
 			return fmt.Errorf("%s: process %d is gone (crash or restart? out/bench-%s.log)", e.name, pid, e.name)
 		}
 	}
@@ -446,11 +446,11 @@ func benchBackToBack(es []*benchExporter, runs int, minRun time.Duration) ([][3]
 		for k := range es {
 			i := (k + run) % len(es)
 			e := es[i]
-			cpu0, err := treeCPU(e.pids)
+			cpu0, err := proctree.CPUSum(e.pids)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", e.name, err)
 			}
-			main0, _ := treeCPU(e.pids[:1])
+			main0, _ := proctree.CPUSum(e.pids[:1])
 			n, t0 := 0, time.Now()
 			for {
 				if _, _, err := benchGet(e.url, false); err != nil {
@@ -462,11 +462,11 @@ func benchBackToBack(es []*benchExporter, runs int, minRun time.Duration) ([][3]
 				}
 			}
 			wall := time.Since(t0).Seconds()
-			cpu1, err := treeCPU(e.pids)
+			cpu1, err := proctree.CPUSum(e.pids)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", e.name, err)
 			}
-			main1, _ := treeCPU(e.pids[:1])
+			main1, _ := proctree.CPUSum(e.pids[:1])
 			vals[i][0] = append(vals[i][0], (cpu1-cpu0)/float64(n))
 			vals[i][1] = append(vals[i][1], (main1-main0)/float64(n))
 			vals[i][2] = append(vals[i][2], wall/float64(n))
@@ -514,11 +514,11 @@ func benchPaced(es []*benchExporter, every time.Duration, rounds int) ([]*pacedS
 			if d := time.Until(at); d > 0 {
 				time.Sleep(d)
 			}
-			cpu, err := treeCPU(e.pids)
+			cpu, err := proctree.CPUSum(e.pids)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", e.name, err)
 			}
-			main, _ := treeCPU(e.pids[:1])
+			main, _ := proctree.CPUSum(e.pids[:1])
 			now := time.Now()
 			if round > 0 {
 				c := cells[i]
@@ -545,69 +545,6 @@ func benchPaced(es []*benchExporter, every time.Duration, rounds int) ([]*pacedS
 		}
 	}
 	return cells, nil
-}
-
-// treeCPU is the CPU time, in seconds, of the processes: each one's CPU
-// clock (clock_gettime of its CLOCK_PROCESS_CPUTIME_ID: every thread, live
-// and exited), as the harness's processCPU reads it.
-func treeCPU(pids []int) (float64, error) {
-	var total float64
-	for _, pid := range pids {
-		var ts unix.Timespec
-		if err := unix.ClockGettime(int32(^pid<<3|2), &ts); err != nil {
-			return 0, fmt.Errorf("pid %d: CPU clock: %w", pid, err)
-		}
-		total += float64(ts.Nano()) / 1e9
-	}
-	return total, nil
-}
-
-// readProcStat returns the parent of pid and whether it exists.
-func readProcStat(pid int) (ppid int, ok bool, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 > len(s) {
-		return 0, false, errors.New("bad stat")
-	}
-	f := strings.Fields(s[i+2:])
-	if len(f) < 2 {
-		return 0, false, errors.New("short stat")
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return ppid, true, nil
-}
-
-// descendants lists every process below pid.
-func descendants(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	parent := map[int]int{}
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if pp, _, err := readProcStat(n); err == nil {
-			parent[n] = pp
-		}
-	}
-	var out []int
-	for n := range parent {
-		for p := parent[n]; p != 0; p = parent[p] {
-			if p == pid {
-				out = append(out, n)
-				break
-			}
-			if _, ok := parent[p]; !ok {
-				break
-			}
-		}
-	}
-	sort.Ints(out)
-	return out
 }
 
 // benchSeries counts the sample lines whose name starts with one of the
