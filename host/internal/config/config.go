@@ -14,8 +14,15 @@
 //	      limits: {memory: 128MiB}
 //	  nvme:
 //	    allow_capabilities: [CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH]
-//	push:                    # optional: remote write (see Push)
+//	push:                    # optional: remote write or OTLP (see Push)
 //	  url: https://mimir.example/api/v1/push
+//
+// push: is one mapping (one target) or a list of them (several targets,
+// each with every key of the mapping and a name):
+//
+//	push:
+//	  - {name: mimir, url: https://mimir.example/api/v1/push}
+//	  - {name: otel, url: http://collector:4318/v1/metrics, protocol: otlp}
 //
 // allow_capabilities is the operator's opt-in to capabilities the plugin's
 // manifest grants beyond the known-safe ones (manifest.SafeCapabilities);
@@ -43,9 +50,14 @@ import (
 // File is the configuration file.
 type File struct {
 	Plugins map[string]Plugin `yaml:"plugins"`
-	// Push, when set, sends the merged snapshot with remote write
+	// Push is the push: section when it is one mapping, one target (nil
+	// otherwise): the host sends the merged snapshot there
 	// (host/internal/push).
-	Push *Push `yaml:"push"`
+	Push *Push `yaml:"-"`
+	// PushList is the push: section when it is a list of targets (nil
+	// otherwise), each checked as Push is, with unique names, URLs and
+	// spool directories.
+	PushList []*Push `yaml:"-"`
 
 	path       string
 	lines      map[string]int // plugin name → line of its config: key
@@ -160,9 +172,33 @@ func Load(path string, policy trust.Policy) (*File, error) {
 	if err := checkDurations(path, data); err != nil {
 		return nil, err
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
+	// push: is a mapping or a list: the file is decoded strictly into the
+	// form it has (a custom unmarshaler would lose KnownFields).
+	var doc yaml.Node
+	var pushNode *yaml.Node
+	if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) > 0 {
+		_, pushNode = lookup(doc.Content[0], "push")
+	}
+	if pushNode != nil && pushNode.Kind == yaml.SequenceNode {
+		var v struct {
+			File `yaml:",inline"`
+			Push []*Push `yaml:"push"`
+		}
+		err = decodeStrict(data, &v)
+		v.File.path = path
+		*f = v.File
+		f.PushList = v.Push
+	} else {
+		var v struct {
+			File `yaml:",inline"`
+			Push *Push `yaml:"push"`
+		}
+		err = decodeStrict(data, &v)
+		v.File.path = path
+		*f = v.File
+		f.Push = v.Push
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
 		if plain := plainYAMLError(path, data, err); plain != nil {
 			return nil, plain
 		}
@@ -170,9 +206,12 @@ func Load(path string, policy trust.Policy) (*File, error) {
 	}
 	f.lines, f.allowLines = configLines(data)
 	if f.Push != nil {
-		if err := f.Push.check(path, data); err != nil {
+		if err := f.Push.check(path, path+": push", pushNode); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkPushList(path, f.PushList, pushNode); err != nil {
+		return nil, err
 	}
 	for name, p := range f.Plugins {
 		key := fmt.Sprintf("%s: plugins.%s", path, name)
@@ -197,6 +236,12 @@ func Load(path string, policy trust.Policy) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	return dec.Decode(v)
 }
 
 // plainYAMLError says in the operator's words what yaml.v3 words as a
