@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -79,7 +80,7 @@ push:
 	// The down target retries the first snapshot the others sent: the
 	// three take one snapshot a round.
 	oldest := value(mfs, "plexporter_push_oldest_unsent_timestamp_seconds", "remote_name", "down")
-	if first := otelStamps(otel)[0]; oldest*1000 != float64(first) {
+	if first := otelStamps(otel)[0]; int64(math.Round(oldest*1000)) != first {
 		t.Errorf("the down target's oldest unsent snapshot is from %v, the OTLP receiver's first from %v: not the same snapshots", oldest, float64(first)/1000)
 	}
 
