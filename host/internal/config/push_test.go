@@ -84,6 +84,35 @@ func TestDeployPushExample(t *testing.T) {
 	}
 }
 
+// TestDeployPushTwoTargetsExample loads the gpu-node role's config with
+// push-two-targets.yml appended: two targets, different protocols, own
+// spool or none.
+func TestDeployPushTwoTargetsExample(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "deploy", "roles", "gpu-node")
+	role, err := os.ReadFile(filepath.Join(dir, "plexporter.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	push, err := os.ReadFile(filepath.Join(dir, "push-two-targets.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(writeFile(t, string(role)+"\n"+string(push)), trust.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.PushList) != 2 {
+		t.Fatalf("push targets %+v", f.PushList)
+	}
+	m, o := f.PushList[0], f.PushList[1]
+	if m.Name != "mimir" || m.Protocol != "" || m.HTTPClientConfig.BasicAuth == nil || m.SpoolDir == "" || m.Headers["X-Scope-OrgID"] == "" {
+		t.Errorf("push[0] %+v", m)
+	}
+	if o.Name != "site-otel" || o.Protocol != PushOTLP || o.SpoolDir != "" || o.Interval != m.Interval {
+		t.Errorf("push[1] %+v", o)
+	}
+}
+
 // TestREADMEPushExample loads the push: example of README.md's "Push
 // (remote write or OTLP)" section, so the documented keys stay true.
 func TestREADMEPushExample(t *testing.T) {
@@ -106,6 +135,20 @@ func TestREADMEPushExample(t *testing.T) {
 	}
 	if f.Push == nil || f.Push.URL == "" || f.Push.SpoolDir == "" || f.Push.HTTPClientConfig.TLSConfig.CertFile == "" || f.Push.Protocol != PushRemoteWriteV1 {
 		t.Errorf("README.md's push example read as %+v", f.Push)
+	}
+	// The list of several targets, the section's next yaml block.
+	_, sec, _ = strings.Cut(sec, "**Several targets**")
+	_, block, ok = strings.Cut(sec, "```yaml\n")
+	block, _, ok2 = strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("no yaml block of several targets in README.md's push section")
+	}
+	f, err = Load(writeFile(t, block), trust.Policy{})
+	if err != nil {
+		t.Fatalf("README.md's example of several targets: %v", err)
+	}
+	if len(f.PushList) != 2 || f.PushList[1].Protocol != PushOTLP {
+		t.Errorf("README.md's example of several targets read as %+v", f.PushList)
 	}
 }
 
