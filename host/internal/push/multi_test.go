@@ -2,6 +2,8 @@ package push
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -178,5 +180,50 @@ func TestSelfMetricsCarryTheTarget(t *testing.T) {
 	}
 	if a.URL() != "https://mimir.example/api/v1/push" || b.Name() != config.DefaultPushName("http://collector:4318/v1/metrics") {
 		t.Errorf("names %q %q, url %q", a.Name(), b.Name(), a.URL())
+	}
+}
+
+// BenchmarkTwoTargetsPipeline is BenchmarkPushPipeline's work for two
+// remote write 1.0 targets of one interval: "shared", as RunAll does it
+// (one source call, both pushers take its families), against "apart" (a
+// source call per target, as two independent Runs without a shared round
+// would do).
+//
+//	go test ./host/internal/push -run '^$' -bench TwoTargetsPipeline -count 6
+func BenchmarkTwoTargetsPipeline(b *testing.B) {
+	for _, mode := range []string{"shared", "apart"} {
+		b.Run(mode, func(b *testing.B) {
+			src := pipelineSource(b)
+			var ps []*Pusher
+			for i := range 2 {
+				p, err := New(config.Push{Name: fmt.Sprint(i), URL: fmt.Sprintf("http://127.0.0.1:1/%d", i)}, src, "bench", slog.New(slog.DiscardHandler))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ps = append(ps, p)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if mode == "shared" {
+					ts, mfs := time.Now(), src(context.Background())
+					for _, p := range ps {
+						p.take(ts, mfs)
+					}
+				} else {
+					for _, p := range ps {
+						p.Snapshot(context.Background())
+					}
+				}
+				for _, p := range ps {
+					for len(p.ring) > 0 {
+						n := min(p.cfg.MaxSamplesPerSend, p.ring[0].unsent())
+						if _, err := writeEncode(vt{p.request(p.ring[0], n)}); err != nil {
+							b.Fatal(err)
+						}
+						p.advance(p.ring[0], n)
+					}
+				}
+			}
+		})
 	}
 }
