@@ -85,14 +85,14 @@ type pushFlags struct {
 	spoolDir          string
 }
 
-// given names the first --push.* flag set ("" for none).
+// given names the first --push.* flag set, as push.<name> ("" for none).
 func (pf pushFlags) given() string {
 	for _, x := range []struct {
 		name string
 		set  bool
 	}{{"url", pf.url != ""}, {"protocol", pf.protocol != ""}, {"interval", pf.interval > 0}, {"max-pending-samples", pf.maxPendingSamples > 0}, {"flush-timeout", pf.flushTimeout > 0}, {"spool-dir", pf.spoolDir != ""}} {
 		if x.set {
-			return "--push." + x.name
+			return "push." + x.name
 		}
 	}
 	return ""
@@ -244,7 +244,7 @@ func run(args []string) int {
 		return 1
 	}
 	fleetOptions.Sandbox = sandboxed
-	// push: is read once, at start (newPusher); a reload that changes it
+	// push: is read once, at start (newPushers); a reload that changes it
 	// says that it takes a restart.
 	var pushAtStart, pushLast []*config.Push
 	var pushSeen bool
@@ -361,7 +361,7 @@ func newPushers(fl *fleet.Fleet, scraper *scrape.Scraper, pf pushFlags, configFi
 	var targets []config.Push
 	if len(file.PushList) > 0 {
 		if flag := pf.given(); flag != "" {
-			return nil, fmt.Errorf("%s (or its PLEXPORTER_PUSH_* variable) is set, but the push: section of %s is a list of %d targets: the --push.* flags set the one target of a single push: mapping and do not apply to a list; set the key in each target of the list instead and drop the flag", flag, configFile, len(file.PushList))
+			return nil, fmt.Errorf("--%s (or %s) is set, but the push: section of %s is a list of %d targets: the --push.* flags set the one target of a single push: mapping and do not apply to a list; set the key in each target of the list instead and drop the flag", flag, envName(flag), configFile, len(file.PushList))
 		}
 		for _, c := range file.PushList {
 			targets = append(targets, *c)

@@ -180,19 +180,13 @@ func Load(path string, policy trust.Policy) (*File, error) {
 		_, pushNode = lookup(doc.Content[0], "push")
 	}
 	if pushNode != nil && pushNode.Kind == yaml.SequenceNode {
-		var v struct {
-			File `yaml:",inline"`
-			Push []*Push `yaml:"push"`
-		}
+		var v fileWithList
 		err = decodeStrict(data, &v)
 		v.File.path = path
 		*f = v.File
 		f.PushList = v.Push
 	} else {
-		var v struct {
-			File `yaml:",inline"`
-			Push *Push `yaml:"push"`
-		}
+		var v fileWithMapping
 		err = decodeStrict(data, &v)
 		v.File.path = path
 		*f = v.File
@@ -238,10 +232,32 @@ func Load(path string, policy trust.Policy) (*File, error) {
 	return f, nil
 }
 
+// fileWithMapping and fileWithList are File as decoded, with push: as
+// one mapping or as a list.
+type fileWithMapping struct {
+	File `yaml:",inline"`
+	Push *Push `yaml:"push"`
+}
+
+type fileWithList struct {
+	File `yaml:",inline"`
+	Push []*Push `yaml:"push"`
+}
+
+// decodeStrict decodes data into v, unknown keys an error; errors name
+// the file's type config.File whichever form v is.
 func decodeStrict(data []byte, v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	return dec.Decode(v)
+	err := dec.Decode(v)
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		r := strings.NewReplacer("config.fileWithMapping", "config.File", "config.fileWithList", "config.File")
+		for i, e := range te.Errors {
+			te.Errors[i] = r.Replace(e)
+		}
+	}
+	return err
 }
 
 // plainYAMLError says in the operator's words what yaml.v3 words as a
@@ -295,26 +311,28 @@ var typeErrorLine = regexp.MustCompile("^line (\\d+): cannot unmarshal (!!\\w+)(
 func keyAt(n *yaml.Node, prefix string, line int, tag string) string {
 	switch n.Kind {
 	case yaml.MappingNode:
+		// The deepest first: a list item's key is on the line the list
+		// starts on (push:\n  - url: [a]).
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			key := k.Value
 			if prefix != "" {
 				key = prefix + "." + key
 			}
-			if v.Line == line && v.ShortTag() == tag {
-				return key
-			}
 			if found := keyAt(v, key, line, tag); found != "" {
 				return found
+			}
+			if v.Line == line && v.ShortTag() == tag {
+				return key
 			}
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			if c.Line == line && c.ShortTag() == tag {
-				return fmt.Sprintf("%s[%d]", prefix, i)
-			}
 			if found := keyAt(c, fmt.Sprintf("%s[%d]", prefix, i), line, tag); found != "" {
 				return found
+			}
+			if c.Line == line && c.ShortTag() == tag {
+				return fmt.Sprintf("%s[%d]", prefix, i)
 			}
 		}
 	}
@@ -339,6 +357,8 @@ func goTypeWords(t string) string {
 		return "a list"
 	case strings.HasPrefix(t, "map["), t == "config.Plugin", t == "config.File", strings.HasPrefix(t, "manifest."):
 		return "a mapping"
+	case t == "config.Push":
+		return "a mapping (one target) or a list of them"
 	}
 	return t
 }

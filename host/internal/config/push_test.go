@@ -201,6 +201,8 @@ func TestPushListErrors(t *testing.T) {
 		"push:\n  - name: a\n    url: http://m/\n    intervall: 1s\n":               `4: unknown key "intervall"`,
 		"push:\n  - {name: a, url: http://m/}\n  -\n":                               `: push[1]: empty target`,
 		"push:\n  name: -a\n  url: http://m/\n":                                     `: push.name: "-a" is not a target name`,
+		"push:\n  - url: [a]\n":                                                     `:2: push[0].url: got a list, want a string`,
+		"push: 3\n":                                                                 `:1: push: got the number 3, want a mapping (one target) or a list of them`,
 	} {
 		path := writeFile(t, in)
 		_, err := Load(path, trust.Policy{})

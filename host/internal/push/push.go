@@ -14,6 +14,10 @@
 // and the start of the body). A series that was in the last snapshot and
 // is not in this one gets a staleness marker. A clean shutdown sends what
 // is pending, for at most the flush timeout.
+//
+// Several targets (push: as a list) are one Pusher each, run together by
+// RunAll: each its own ring, spool, sender and retries; those of one
+// interval take each snapshot from one call of the source.
 package push
 
 import (
