@@ -73,8 +73,9 @@ type flags struct {
 	check            checkFlags
 }
 
-// pushFlags are the --push.* flags; each, when given, wins over the
-// config file's push: section.
+// pushFlags are the --push.* flags: the one target, each, when given,
+// winning over the config file's single push: mapping; with a list of
+// targets in the file they are an error (newPushers).
 type pushFlags struct {
 	url               string
 	protocol          string
@@ -82,6 +83,19 @@ type pushFlags struct {
 	maxPendingSamples int
 	flushTimeout      time.Duration
 	spoolDir          string
+}
+
+// given names the first --push.* flag set, as push.<name> ("" for none).
+func (pf pushFlags) given() string {
+	for _, x := range []struct {
+		name string
+		set  bool
+	}{{"url", pf.url != ""}, {"protocol", pf.protocol != ""}, {"interval", pf.interval > 0}, {"max-pending-samples", pf.maxPendingSamples > 0}, {"flush-timeout", pf.flushTimeout > 0}, {"spool-dir", pf.spoolDir != ""}} {
+		if x.set {
+			return "push." + x.name
+		}
+	}
+	return ""
 }
 
 func main() {
@@ -153,7 +167,7 @@ func run(args []string) int {
 	app.Flag("web.max-scrape-timeout", "Longest scrape timeout a client may announce in X-Prometheus-Scrape-Timeout-Seconds; a larger one is cut to it.").Default("2m").SetValue((*durationFlag)(&f.maxScrapeTimeout))
 	app.Flag("web.enable-lifecycle", "Serve POST /-/reload (what SIGHUP does). Off: it answers 403, and only SIGHUP (systemctl reload) reloads.").BoolVar(&f.enableLifecycle)
 	app.Flag("web.ready-min-plugins", "/ready answers 503 until at least this many plugins run (0: ready once every plugin has started or failed its first start, even with none).").Default("0").IntVar(&f.readyMinPlugins)
-	app.Flag("push.url", "Push the merged snapshot that /metrics serves to this endpoint, with --push.protocol (remote write: Prometheus --web.enable-remote-write-receiver: http://host:9090/api/v1/write; Mimir: .../api/v1/push; OTLP: the whole path, http://collector:4318/v1/metrics), on its own interval, while /metrics keeps serving scrapes. Off unless this flag or push.url in --config.file is set; the push: section of --config.file holds the rest (external_labels, headers, basic_auth, authorization, bearer_token_file, tls_config, ... as in Prometheus's remote_write). Samples not yet accepted wait in a memory ring and are sent oldest first; 5xx and 429 are retried with backoff (Retry-After honoured), other 4xx dropped and counted (plexporter_push_*).").StringVar(&f.push.url)
+	app.Flag("push.url", "Push the merged snapshot that /metrics serves to this endpoint, with --push.protocol (remote write: Prometheus --web.enable-remote-write-receiver: http://host:9090/api/v1/write; Mimir: .../api/v1/push; OTLP: the whole path, http://collector:4318/v1/metrics), on its own interval, while /metrics keeps serving scrapes. Off unless this flag or push.url in --config.file is set; the push: section of --config.file holds the rest (external_labels, headers, basic_auth, authorization, bearer_token_file, tls_config, ... as in Prometheus's remote_write). Samples not yet accepted wait in a memory ring and are sent oldest first; 5xx and 429 are retried with backoff (Retry-After honoured), other 4xx dropped and counted (plexporter_push_*, labelled remote_name and url). The --push.* flags set one target: they win over a single push: mapping in --config.file; several targets (push: as a list, each with its own name, url, protocol, spool_dir, ...) are set in the file only, and a --push.* flag beside such a list is an error.").StringVar(&f.push.url)
 	app.Flag("push.protocol", "What --push.url takes: prometheus.remote_write.v1 (Prometheus remote write 1.0: any remote write receiver), prometheus.remote_write.v2 (remote write 2.0, with each series' type, help and unit: Prometheus >= 3.0 with --web.enable-remote-write-receiver and --web.remote-write-receiver.accepted-protobuf-messages=io.prometheus.write.v2.Request, Mimir) or otlp (OTLP/HTTP protobuf: an OpenTelemetry Collector's otlphttp receiver, VictoriaMetrics' /opentelemetry/v1/metrics, Prometheus >= 3.0's /api/v1/otlp/v1/metrics with --web.enable-otlp-receiver) (default: push.protocol in --config.file, else prometheus.remote_write.v1).").EnumVar(&f.push.protocol, config.PushProtocols...)
 	app.Flag("push.interval", "How often to take and push a snapshot (default: push.interval in --config.file, else 15s).").SetValue((*durationFlag)(&f.push.interval))
 	app.Flag("push.max-pending-samples", "Bound of the memory ring of samples not yet accepted by the receiver (with --push.spool-dir: of those held in memory, not on disk); past it the oldest snapshot is dropped, counted in plexporter_push_samples_dropped_total{reason=\"ring_full\"} (default: push.max_pending_samples, else 500000: 12 bytes a sample, plus each label set once).").IntVar(&f.push.maxPendingSamples)
@@ -230,20 +244,21 @@ func run(args []string) int {
 		return 1
 	}
 	fleetOptions.Sandbox = sandboxed
-	// push: is read once, at start (newPusher); a reload that changes it
+	// push: is read once, at start (newPushers); a reload that changes it
 	// says that it takes a restart.
-	var pushAtStart, pushLast *config.Push
+	var pushAtStart, pushLast []*config.Push
 	var pushSeen bool
 	fleetOptions.Loaded = func(c *config.File) {
+		targets := c.PushTargets()
 		switch {
 		case !pushSeen:
-			pushAtStart, pushLast, pushSeen = c.Push, c.Push, true
-		case reflect.DeepEqual(c.Push, pushLast):
-		case reflect.DeepEqual(c.Push, pushAtStart):
-			pushLast = c.Push
+			pushAtStart, pushLast, pushSeen = targets, targets, true
+		case reflect.DeepEqual(targets, pushLast):
+		case reflect.DeepEqual(targets, pushAtStart):
+			pushLast = targets
 			log.Info("the push: section of the config file is as at the start again", "file", f.configFile)
 		default:
-			pushLast = c.Push
+			pushLast = targets
 			log.Warn("the push: section of the config file changed; push keeps its settings from the start until plexporter restarts", "file", f.configFile)
 		}
 	}
@@ -286,13 +301,13 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, devices *guard.D
 	go fl.Watch(ctx, hup)
 
 	scraper := scrape.New(fl, filter, devices, f.maxLabelLen, log)
-	pusher, err := newPusher(fl, scraper, f.push, log)
+	pushers, err := newPushers(fl, scraper, f.push, f.configFile, log)
 	if err != nil {
 		log.Error("cannot push", "err", err)
 		return 1
 	}
 	pushed := make(chan struct{})
-	if pusher == nil {
+	if len(pushers) == 0 {
 		close(pushed)
 	} else {
 		go func() {
@@ -300,7 +315,7 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, devices *guard.D
 			// The first snapshot after every plugin's first start, so the
 			// push does not begin with a snapshot of the host alone.
 			firstStarts(ctx, fl, f.startTimeout)
-			pusher.Run(ctx)
+			push.RunAll(ctx, pushers...)
 		}()
 	}
 	handler, err := hostweb.Handler(scraper, func() error { return fl.Readiness(f.readyMinPlugins) }, hostweb.Options{MetricsPath: f.metricsPath, MaxRequests: f.maxRequests, Version: version.Info(), WriteTimeout: f.scrapeTimeout, MaxScrapeTimeout: f.maxScrapeTimeout, EnableLifecycle: f.enableLifecycle, Reload: func() error { return fl.Rescan("POST /-/reload") }}, log)
@@ -328,62 +343,80 @@ func serveMetrics(fl *fleet.Fleet, filter *metricfilter.Filter, devices *guard.D
 		if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Warn("shutdown", "err", err)
 		}
-		<-pushed // the flush, within --push.flush-timeout; plugins stop after it
+		<-pushed // every target's flush at once, each within its flush timeout; plugins stop after it
 		return 0
 	}
 }
 
-// newPusher returns the push sink that the push: section of the config
-// file and the --push.* flags describe, registered for /metrics, or nil
-// when push is off (no URL).
-func newPusher(fl *fleet.Fleet, scraper *scrape.Scraper, pf pushFlags, log *slog.Logger) (*push.Pusher, error) {
+// newPushers returns the push sinks, one per target, that the push:
+// section of the config file and the --push.* flags describe, registered
+// for /metrics; none when push is off (no URL). The flags set the one
+// target of a single push: mapping (or of none); with a list of targets
+// in the file a flag is an error, naming it.
+func newPushers(fl *fleet.Fleet, scraper *scrape.Scraper, pf pushFlags, configFile string, log *slog.Logger) ([]*push.Pusher, error) {
 	file, err := fl.Config()
 	if err != nil {
 		return nil, err
 	}
-	var c config.Push
-	if file.Push != nil {
-		c = *file.Push
+	var targets []config.Push
+	if len(file.PushList) > 0 {
+		if flag := pf.given(); flag != "" {
+			return nil, fmt.Errorf("--%s (or %s) is set, but the push: section of %s is a list of %d targets: the --push.* flags set the one target of a single push: mapping and do not apply to a list; set the key in each target of the list instead and drop the flag", flag, envName(flag), configFile, len(file.PushList))
+		}
+		for _, c := range file.PushList {
+			targets = append(targets, *c)
+		}
 	} else {
-		c.HTTPClientConfig = promconfig.DefaultHTTPClientConfig
-	}
-	if pf.url != "" {
-		c.URL = pf.url
-	}
-	if c.URL == "" {
-		return nil, nil
-	}
-	if pf.protocol != "" {
-		c.Protocol = pf.protocol
-	}
-	if pf.interval > 0 {
-		c.Interval = pf.interval
-	}
-	if pf.maxPendingSamples > 0 {
-		c.MaxPendingSamples = pf.maxPendingSamples
-	}
-	if pf.flushTimeout > 0 {
-		c.FlushTimeout = pf.flushTimeout
-	}
-	if pf.spoolDir != "" {
-		c.SpoolDir = pf.spoolDir
+		var c config.Push
+		if file.Push != nil {
+			c = *file.Push
+		} else {
+			c.HTTPClientConfig = promconfig.DefaultHTTPClientConfig
+		}
+		if pf.url != "" {
+			c.URL = pf.url
+		}
+		if c.URL == "" {
+			return nil, nil
+		}
+		if pf.protocol != "" {
+			c.Protocol = pf.protocol
+		}
+		if pf.interval > 0 {
+			c.Interval = pf.interval
+		}
+		if pf.maxPendingSamples > 0 {
+			c.MaxPendingSamples = pf.maxPendingSamples
+		}
+		if pf.flushTimeout > 0 {
+			c.FlushTimeout = pf.flushTimeout
+		}
+		if pf.spoolDir != "" {
+			c.SpoolDir = pf.spoolDir
+		}
+		targets = append(targets, c)
 	}
 	// The same round as a scrape of /metrics without a selection: every
 	// plugin, merged and guarded once, with the host's own families.
+	// Targets of one interval share each round (push.RunAll).
 	src := func(ctx context.Context) []*guard.Family { return scraper.Scrape(ctx, scrape.Selection{}) }
-	p, err := push.New(c, src, "plexporter/"+version.Version, log)
-	if err != nil {
-		return nil, err
+	var ps []*push.Pusher
+	for _, c := range targets {
+		p, err := push.New(c, src, "plexporter/"+version.Version, log)
+		if err != nil {
+			return nil, err
+		}
+		if err := scraper.Register(p); err != nil {
+			return nil, fmt.Errorf("push: %s: %w", p.Name(), err)
+		}
+		c = push.WithDefaults(c)
+		if c.Protocol == "" {
+			c.Protocol = config.PushRemoteWriteV1
+		}
+		log.Info("pushing", "remote_name", p.Name(), "protocol", c.Protocol, "url", p.URL(), "interval", c.Interval, "max_pending_samples", c.MaxPendingSamples, "spool_dir", c.SpoolDir)
+		ps = append(ps, p)
 	}
-	if err := scraper.Register(p); err != nil {
-		return nil, err
-	}
-	c = push.WithDefaults(c)
-	if c.Protocol == "" {
-		c.Protocol = config.PushRemoteWriteV1
-	}
-	log.Info("pushing", "protocol", c.Protocol, "url", c.URL, "interval", c.Interval, "max_pending_samples", c.MaxPendingSamples, "spool_dir", c.SpoolDir)
-	return p, nil
+	return ps, nil
 }
 
 // firstStarts waits until every plugin has started or failed its first

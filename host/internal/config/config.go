@@ -14,8 +14,15 @@
 //	      limits: {memory: 128MiB}
 //	  nvme:
 //	    allow_capabilities: [CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH]
-//	push:                    # optional: remote write (see Push)
+//	push:                    # optional: remote write or OTLP (see Push)
 //	  url: https://mimir.example/api/v1/push
+//
+// push: is one mapping (one target) or a list of them (several targets,
+// each with every key of the mapping and a name):
+//
+//	push:
+//	  - {name: mimir, url: https://mimir.example/api/v1/push}
+//	  - {name: otel, url: http://collector:4318/v1/metrics, protocol: otlp}
 //
 // allow_capabilities is the operator's opt-in to capabilities the plugin's
 // manifest grants beyond the known-safe ones (manifest.SafeCapabilities);
@@ -43,9 +50,14 @@ import (
 // File is the configuration file.
 type File struct {
 	Plugins map[string]Plugin `yaml:"plugins"`
-	// Push, when set, sends the merged snapshot with remote write
+	// Push is the push: section when it is one mapping, one target (nil
+	// otherwise): the host sends the merged snapshot there
 	// (host/internal/push).
-	Push *Push `yaml:"push"`
+	Push *Push `yaml:"-"`
+	// PushList is the push: section when it is a list of targets (nil
+	// otherwise), each checked as Push is, with unique names, URLs and
+	// spool directories.
+	PushList []*Push `yaml:"-"`
 
 	path       string
 	lines      map[string]int // plugin name → line of its config: key
@@ -160,9 +172,27 @@ func Load(path string, policy trust.Policy) (*File, error) {
 	if err := checkDurations(path, data); err != nil {
 		return nil, err
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
+	// push: is a mapping or a list: the file is decoded strictly into the
+	// form it has (a custom unmarshaler would lose KnownFields).
+	var doc yaml.Node
+	var pushNode *yaml.Node
+	if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) > 0 {
+		_, pushNode = lookup(doc.Content[0], "push")
+	}
+	if pushNode != nil && pushNode.Kind == yaml.SequenceNode {
+		var v fileWithList
+		err = decodeStrict(data, &v)
+		v.File.path = path
+		*f = v.File
+		f.PushList = v.Push
+	} else {
+		var v fileWithMapping
+		err = decodeStrict(data, &v)
+		v.File.path = path
+		*f = v.File
+		f.Push = v.Push
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
 		if plain := plainYAMLError(path, data, err); plain != nil {
 			return nil, plain
 		}
@@ -170,9 +200,12 @@ func Load(path string, policy trust.Policy) (*File, error) {
 	}
 	f.lines, f.allowLines = configLines(data)
 	if f.Push != nil {
-		if err := f.Push.check(path, data); err != nil {
+		if err := f.Push.check(path, path+": push", pushNode); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkPushList(path, f.PushList, pushNode); err != nil {
+		return nil, err
 	}
 	for name, p := range f.Plugins {
 		key := fmt.Sprintf("%s: plugins.%s", path, name)
@@ -197,6 +230,34 @@ func Load(path string, policy trust.Policy) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// fileWithMapping and fileWithList are File as decoded, with push: as
+// one mapping or as a list.
+type fileWithMapping struct {
+	File `yaml:",inline"`
+	Push *Push `yaml:"push"`
+}
+
+type fileWithList struct {
+	File `yaml:",inline"`
+	Push []*Push `yaml:"push"`
+}
+
+// decodeStrict decodes data into v, unknown keys an error; errors name
+// the file's type config.File whichever form v is.
+func decodeStrict(data []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	err := dec.Decode(v)
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		r := strings.NewReplacer("config.fileWithMapping", "config.File", "config.fileWithList", "config.File")
+		for i, e := range te.Errors {
+			te.Errors[i] = r.Replace(e)
+		}
+	}
+	return err
 }
 
 // plainYAMLError says in the operator's words what yaml.v3 words as a
@@ -250,26 +311,28 @@ var typeErrorLine = regexp.MustCompile("^line (\\d+): cannot unmarshal (!!\\w+)(
 func keyAt(n *yaml.Node, prefix string, line int, tag string) string {
 	switch n.Kind {
 	case yaml.MappingNode:
+		// The deepest first: a list item's key is on the line the list
+		// starts on (push:\n  - url: [a]).
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			key := k.Value
 			if prefix != "" {
 				key = prefix + "." + key
 			}
-			if v.Line == line && v.ShortTag() == tag {
-				return key
-			}
 			if found := keyAt(v, key, line, tag); found != "" {
 				return found
+			}
+			if v.Line == line && v.ShortTag() == tag {
+				return key
 			}
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			if c.Line == line && c.ShortTag() == tag {
-				return fmt.Sprintf("%s[%d]", prefix, i)
-			}
 			if found := keyAt(c, fmt.Sprintf("%s[%d]", prefix, i), line, tag); found != "" {
 				return found
+			}
+			if c.Line == line && c.ShortTag() == tag {
+				return fmt.Sprintf("%s[%d]", prefix, i)
 			}
 		}
 	}
@@ -294,6 +357,8 @@ func goTypeWords(t string) string {
 		return "a list"
 	case strings.HasPrefix(t, "map["), t == "config.Plugin", t == "config.File", strings.HasPrefix(t, "manifest."):
 		return "a mapping"
+	case t == "config.Push":
+		return "a mapping (one target) or a list of them"
 	}
 	return t
 }

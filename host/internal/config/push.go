@@ -1,10 +1,13 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -14,10 +17,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Push is the push: section: where and how the host sends the merged,
-// guarded snapshot that /metrics serves: Prometheus remote write 1.0
-// (default) or 2.0, or OTLP/HTTP (Protocol). Zero values take the defaults below (a --push.* flag, when given, wins
-// over the file).
+// Push is the push: section, or one target of its list form: where and
+// how the host sends the merged, guarded snapshot that /metrics serves:
+// Prometheus remote write 1.0 (default) or 2.0, or OTLP/HTTP (Protocol).
+// Zero values take the defaults below (a --push.* flag, when given, wins
+// over the file's single mapping; with a list, the flags are an error).
 //
 //	push:
 //	  url: https://mimir.example/api/v1/push
@@ -27,7 +31,11 @@ import (
 //	  basic_auth: {username: u, password_file: /etc/plexporter/push-password}
 //	  tls_config: {ca_file: /etc/ssl/mimir-ca.pem}
 type Push struct {
-	URL string `yaml:"url"`
+	// Name is the target's remote_name label in the plexporter_push_*
+	// self-metrics and its name in logs and errors (default: a hash of
+	// the URL, DefaultPushName). Unique within the list.
+	Name string `yaml:"name"`
+	URL  string `yaml:"url"`
 	// Protocol is one of Protocols (default PushRemoteWriteV1).
 	Protocol string `yaml:"protocol"`
 	// Interval between snapshots (default DefaultPushInterval).
@@ -90,10 +98,88 @@ const DefaultPushInterval = 15 * time.Second
 // same name in headers: would break the protocol.
 var reservedPushHeaders = []string{"Content-Type", "Content-Encoding", "Content-Length", "X-Prometheus-Remote-Write-Version", "User-Agent", "Authorization", "Host", "Retry-Attempt"}
 
-// check validates the section (read from data, the file at path) and makes
-// its file paths relative to the config file's directory.
-func (p *Push) check(path string, data []byte) error {
-	key := path + ": push"
+// DefaultPushName is the name of a target that sets none: the first 6
+// hex digits of the SHA-256 of its URL, as Prometheus names a remote_write
+// without name: by a hash (of its whole section there).
+func DefaultPushName(url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return hex.EncodeToString(sum[:3])
+}
+
+// PushName is p's name: its own, else DefaultPushName of its URL.
+func PushName(p *Push) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return DefaultPushName(p.URL)
+}
+
+// pushNameRE is what a target's name may be: a label value that reads
+// well in a PromQL matcher, a log line and an error.
+var pushNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$`)
+
+// PushTargets returns every push target of the file: the single mapping,
+// or the list; none without a push: section.
+func (f *File) PushTargets() []*Push {
+	if f.Push != nil {
+		return []*Push{f.Push}
+	}
+	return f.PushList
+}
+
+// checkPushList checks every target of the list form (node is the list's
+// yaml node): each as the single mapping is, then the names, URLs and
+// spool directories unique among them.
+func checkPushList(path string, list []*Push, node *yaml.Node) error {
+	names, urls, spools := map[string]string{}, map[string]string{}, map[string]string{}
+	for i, p := range list {
+		key := fmt.Sprintf("%s: push[%d]", path, i)
+		if p == nil {
+			return fmt.Errorf("%s: empty target (each item of the list is a mapping with url: and the other keys of a single push: section)", key)
+		}
+		if p.Name != "" {
+			key += " (" + p.Name + ")"
+		}
+		var elem *yaml.Node
+		if node != nil && i < len(node.Content) {
+			elem = node.Content[i]
+		}
+		if err := p.check(path, key, elem); err != nil {
+			return err
+		}
+		if p.URL == "" {
+			return fmt.Errorf("%s.url: missing (each target of the list needs its own url:; --push.url does not apply to a list)", key)
+		}
+		name := PushName(p)
+		if p.Name == "" {
+			key += " (" + name + ")"
+		}
+		if prev, dup := names[name]; dup {
+			return fmt.Errorf("%s.name: %q is the name of %s too (the names label the plexporter_push_* self-metrics as remote_name: give each target its own)", key, name, prev)
+		}
+		names[name] = fmt.Sprintf("push[%d]", i)
+		if prev, dup := urls[p.URL]; dup {
+			return fmt.Errorf("%s.url: %s is the url of %s too (one target per receiver: the same samples would be sent there twice)", key, p.URL, prev)
+		}
+		urls[p.URL] = fmt.Sprintf("push[%d] (%s)", i, name)
+		if p.SpoolDir != "" {
+			dir := filepath.Clean(p.SpoolDir)
+			if prev, dup := spools[dir]; dup {
+				return fmt.Errorf("%s.spool_dir: %s is the spool_dir of %s too (each target needs its own: a spool holds one target's unsent requests, and a start drops the files of another protocol)", key, dir, prev)
+			}
+			spools[dir] = fmt.Sprintf("push[%d] (%s)", i, name)
+		}
+	}
+	return nil
+}
+
+// check validates the section (node, its yaml node, of the file at path;
+// key names it in errors) and makes its file paths relative to the config
+// file's directory.
+func (p *Push) check(path, key string, node *yaml.Node) error {
+	if p.Name != "" && !pushNameRE.MatchString(p.Name) {
+		return fmt.Errorf("%s.name: %q is not a target name (1 to 63 letters, digits, _, . and -, not starting with . or -)", key, p.Name)
+	}
 	if p.URL != "" {
 		u, err := url.Parse(p.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -131,16 +217,12 @@ func (p *Push) check(path string, data []byte) error {
 	}
 	// The inline HTTP client settings skip HTTPClientConfig's own
 	// UnmarshalYAML, which would default these two to true.
-	var doc yaml.Node
-	if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) > 0 {
-		_, sec := lookup(doc.Content[0], "push")
-		if sec != nil {
-			if k, _ := lookup(sec, "follow_redirects"); k == nil {
-				p.HTTPClientConfig.FollowRedirects = true
-			}
-			if k, _ := lookup(sec, "enable_http2"); k == nil {
-				p.HTTPClientConfig.EnableHTTP2 = true
-			}
+	if node != nil {
+		if k, _ := lookup(node, "follow_redirects"); k == nil {
+			p.HTTPClientConfig.FollowRedirects = true
+		}
+		if k, _ := lookup(node, "enable_http2"); k == nil {
+			p.HTTPClientConfig.EnableHTTP2 = true
 		}
 	}
 	p.HTTPClientConfig.SetDirectory(filepath.Dir(path))

@@ -14,6 +14,10 @@
 // and the start of the body). A series that was in the last snapshot and
 // is not in this one gets a staleness marker. A clean shutdown sends what
 // is pending, for at most the flush timeout.
+//
+// Several targets (push: as a list) are one Pusher each, run together by
+// RunAll: each its own ring, spool, sender and retries; those of one
+// interval take each snapshot from one call of the source.
 package push
 
 import (
@@ -23,6 +27,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,6 +119,9 @@ func (b *snapshot) unsent() int { return b.n - b.done }
 // self-metrics.
 type Pusher struct {
 	cfg      config.Push
+	name     string // remote_name: the target's name
+	url      string // the URL without credentials, for labels and logs
+	descs    pusherDescs
 	src      Source
 	log      *slog.Logger
 	api      *remote.API  // remote write
@@ -186,10 +194,12 @@ func New(cfg config.Push, src Source, userAgent string, log *slog.Logger) (*Push
 	status := &statusRecorder{next: client.Transport, headers: cfg.Headers}
 	client.Transport = status
 	client.Timeout = cfg.RemoteTimeout
+	name, safeURL := config.PushName(&cfg), RedactURL(cfg.URL)
 	p := &Pusher{
-		cfg: cfg, src: src, log: log, client: client, status: status, now: time.Now,
+		cfg: cfg, name: name, url: safeURL, descs: newDescs(name, safeURL), src: src, log: log.With("remote_name", name), client: client, status: status, now: time.Now,
 		wake: make(chan struct{}, 1), tab: newTable(), dropped: map[string]float64{}, fams: map[famMeta]*famMeta{},
 	}
+	log = p.log
 	if cfg.Protocol != config.PushOTLP {
 		p.api, err = remote.NewAPI(cfg.URL,
 			remote.WithAPIHTTPClient(client),
@@ -197,7 +207,7 @@ func New(cfg config.Push, src Source, userAgent string, log *slog.Logger) (*Push
 			remote.WithAPIBackoff(remote.BackoffConfig{Min: cfg.MinBackoff, Max: cfg.MaxBackoff, MaxRetries: 0}), // 0: until it succeeds or shutdown
 		)
 		if err != nil {
-			return nil, fmt.Errorf("push: url %q: %w", cfg.URL, err)
+			return nil, fmt.Errorf("push: %s: url %q: %w", name, safeURL, err)
 		}
 	}
 	if cfg.SpoolDir != "" {
@@ -259,22 +269,78 @@ func New(cfg config.Push, src Source, userAgent string, log *slog.Logger) (*Push
 	return p, nil
 }
 
+// Name is the target's name, the remote_name label of its self-metrics.
+func (p *Pusher) Name() string { return p.name }
+
+// URL is the target's URL without credentials, the url label of its
+// self-metrics.
+func (p *Pusher) URL() string { return p.url }
+
+// RedactURL is u without its user information (a password in the URL):
+// what labels and logs show. A URL that does not parse is shown as
+// "<unparsable URL>" (config checks every URL before).
+func RedactURL(u string) string {
+	x, err := url.Parse(u)
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	x.User = nil
+	return x.String()
+}
+
 // Run pushes a snapshot now and every interval until ctx ends, then sends
 // what is pending for at most the flush timeout and counts the rest as
 // dropped (reason shutdown).
-func (p *Pusher) Run(ctx context.Context) {
-	sendCtx, cancelSend := context.WithCancel(context.Background())
-	defer cancelSend()
-	stopping := make(chan struct{})
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		p.sendLoop(sendCtx, stopping)
-	}()
-	tick := time.NewTicker(p.cfg.Interval)
+func (p *Pusher) Run(ctx context.Context) { RunAll(ctx, p) }
+
+// RunAll runs every pusher as Run does, each with its own sender, ring,
+// spool and retries: one whose receiver is down or slow never delays
+// another's requests. Pushers of one interval share their snapshots: at
+// each tick the first one's source is asked once (one scrape round) and
+// each of them queues the same families at the same timestamp; pushers of
+// different intervals ask apart (the scraper joins rounds that overlap).
+// When ctx ends every pusher flushes at once, each within its own flush
+// timeout.
+func RunAll(ctx context.Context, ps ...*Pusher) {
+	groups := map[time.Duration][]*Pusher{}
+	var order []time.Duration
+	for _, p := range ps {
+		if groups[p.cfg.Interval] == nil {
+			order = append(order, p.cfg.Interval)
+		}
+		groups[p.cfg.Interval] = append(groups[p.cfg.Interval], p)
+	}
+	var wg sync.WaitGroup
+	for _, iv := range order {
+		wg.Go(func() { runGroup(ctx, iv, groups[iv]) })
+	}
+	wg.Wait()
+}
+
+// runGroup runs pushers of one interval.
+func runGroup(ctx context.Context, interval time.Duration, ps []*Pusher) {
+	senders := make([]*sender, len(ps))
+	for i, p := range ps {
+		senders[i] = p.startSender()
+	}
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		p.Snapshot(ctx)
+		if len(ps) == 1 {
+			ps[0].Snapshot(ctx)
+		} else {
+			ts := ps[0].now()
+			mfs := ps[0].src(ctx)
+			if ctx.Err() == nil {
+				// At once: one pusher writing its spool does not hold
+				// the others' snapshots back.
+				var wg sync.WaitGroup
+				for _, p := range ps {
+					wg.Go(func() { p.take(ts, mfs) })
+				}
+				wg.Wait()
+			}
+		}
 		select {
 		case <-ctx.Done():
 		case <-tick.C:
@@ -282,14 +348,44 @@ func (p *Pusher) Run(ctx context.Context) {
 		}
 		break
 	}
-	close(stopping)
+	var wg sync.WaitGroup
+	for _, s := range senders {
+		wg.Go(s.finish)
+	}
+	wg.Wait()
+}
+
+// sender is a pusher's running send loop.
+type sender struct {
+	p          *Pusher
+	stopping   chan struct{} // closed: send what is pending, then return
+	sent       chan struct{} // closed when the loop has returned
+	cancelSend context.CancelFunc
+}
+
+func (p *Pusher) startSender() *sender {
+	sendCtx, cancelSend := context.WithCancel(context.Background())
+	s := &sender{p: p, stopping: make(chan struct{}), sent: make(chan struct{}), cancelSend: cancelSend}
+	go func() {
+		defer close(s.sent)
+		p.sendLoop(sendCtx, s.stopping)
+	}()
+	return s
+}
+
+// finish sends what is pending for at most the flush timeout and counts
+// the rest as dropped (reason shutdown), or leaves it in the spool.
+func (s *sender) finish() {
+	p := s.p
+	defer s.cancelSend()
+	close(s.stopping)
 	flush := time.NewTimer(p.cfg.FlushTimeout)
 	defer flush.Stop()
 	select {
-	case <-sent:
+	case <-s.sent:
 	case <-flush.C:
-		cancelSend()
-		<-sent
+		s.cancelSend()
+		<-s.sent
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -326,6 +422,12 @@ func (p *Pusher) Snapshot(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	p.take(ts, mfs)
+}
+
+// take queues mfs, a snapshot taken at ts. The families are only read:
+// pushers of one interval take the same ones.
+func (p *Pusher) take(ts time.Time, mfs []*guard.Family) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.snaps++
@@ -702,7 +804,7 @@ func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 		p.failed += float64(n)
 		if !p.failing {
 			p.failing = true
-			p.log.Warn("push: request failed; retrying with backoff until it succeeds (samples queue in the ring meanwhile)", "url", p.cfg.URL, "err", truncate(err.Error()))
+			p.log.Warn("push: request failed; retrying with backoff until it succeeds (samples queue in the ring meanwhile)", "url", p.url, "err", truncate(err.Error()))
 		}
 	}
 	var (
@@ -734,17 +836,17 @@ func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 			// OTLP's partial success counts data points (a histogram's
 			// is several samples); they are counted as samples here.
 			p.dropped[DropRejected] += float64(rejected)
-			p.log.Error("push: receiver accepted the request but rejected part of it; the rest is dropped, not retried", "url", p.cfg.URL, "rejected", rejected, "of", n, "message", truncate(why))
+			p.log.Error("push: receiver accepted the request but rejected part of it; the rest is dropped, not retried", "url", p.url, "rejected", rejected, "of", n, "message", truncate(why))
 			n -= rejected
 		} else if why != "" {
 			// OTLP: a partial success that rejects nothing is a warning.
-			p.log.Warn("push: receiver accepted the request with a warning", "url", p.cfg.URL, "message", truncate(why))
+			p.log.Warn("push: receiver accepted the request with a warning", "url", p.url, "message", truncate(why))
 		}
 		p.sent += float64(n)
 		p.lastSuccess = p.now()
 		if p.failing {
 			p.failing = false
-			p.log.Info("push: receiver accepts requests again", "url", p.cfg.URL, "pending_samples", p.pending)
+			p.log.Info("push: receiver accepts requests again", "url", p.url, "pending_samples", p.pending)
 		}
 		return sendDone
 	case ctx.Err() != nil:
@@ -752,11 +854,11 @@ func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 	case code >= 400 && code < 500:
 		// 429 is retried by the client; every other 4xx is final.
 		p.dropped[DropRejected] += float64(n)
-		p.log.Error("push: receiver rejected samples; they are dropped, not retried", "url", p.cfg.URL, "status", code, "samples", n, "err", truncate(err.Error()))
+		p.log.Error("push: receiver rejected samples; they are dropped, not retried", "url", p.url, "status", code, "samples", n, "err", truncate(err.Error()))
 		return sendDone
 	case code >= 200 && code < 300 && p.cfg.Protocol == config.PushRemoteWriteV2 && !p.status.written.Load():
 		p.dropped[DropRejected] += float64(n)
-		p.log.Error("push: samples dropped", "url", p.cfg.URL, "samples", n, "err", errNoWrittenHeader)
+		p.log.Error("push: samples dropped", "url", p.url, "samples", n, "err", errNoWrittenHeader)
 		return sendDone
 	case code >= 200 && code < 300:
 		// Accepted, but the answer could not be read: send again.
@@ -768,7 +870,7 @@ func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 		return sendAgain
 	default:
 		p.dropped[DropError] += float64(n)
-		p.log.Error("push: cannot make the request; samples dropped", "url", p.cfg.URL, "err", truncate(err.Error()))
+		p.log.Error("push: cannot make the request; samples dropped", "url", p.url, "err", truncate(err.Error()))
 		return sendDone
 	}
 }
@@ -850,22 +952,35 @@ func (s *statusRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-var (
-	descSent        = prometheus.NewDesc("plexporter_push_samples_sent_total", "Samples the receiver accepted.", nil, nil)
-	descFailed      = prometheus.NewDesc("plexporter_push_samples_failed_total", "Samples of requests that failed with a retryable error (5xx, 429, network) and were sent again.", nil, nil)
-	descDropped     = prometheus.NewDesc("plexporter_push_samples_dropped_total", "Samples never sent, by reason: ring_full (over push.max_pending_samples, oldest first), rejected (4xx other than 429, or refused in a 2xx answer: remote write 2.0's written-samples header, OTLP's partial success), shutdown (pending past the flush timeout), error (request not made, or a spool file unreadable); with a spool: too_old (over push.spool_max_age), spool_full (over push.spool_max_bytes, or the disk full), other_protocol (files an earlier run wrote in another push.protocol).", []string{"reason"}, nil)
-	descPending     = prometheus.NewDesc("plexporter_push_pending_samples", "Samples waiting to be sent: the ring's, in memory or in the spool.", nil, nil)
-	descOldest      = prometheus.NewDesc("plexporter_push_oldest_unsent_timestamp_seconds", "Timestamp of the oldest sample not yet sent (0: none pending).", nil, nil)
-	descLag         = prometheus.NewDesc("plexporter_push_lag_seconds", "How old the oldest unsent sample is (0: none pending).", nil, nil)
-	descLastSuccess = prometheus.NewDesc("plexporter_push_last_success_timestamp_seconds", "When a request last succeeded (0: never).", nil, nil)
-	descSpoolBytes  = prometheus.NewDesc("plexporter_push_spool_bytes", "Bytes of the spool's files (push.spool_dir).", nil, nil)
-	descSpoolErrors = prometheus.NewDesc("plexporter_push_spool_errors_total", "Spool files that could not be written (the snapshot stayed in memory only) or read (the file was removed).", nil, nil)
-	descSeries      = prometheus.NewDesc("plexporter_push_series", "Label sets held by the pending batches and the last snapshot.", nil, nil)
-)
+// pusherDescs are a pusher's self-metrics, labelled with its target:
+// remote_name and url, as Prometheus's prometheus_remote_storage_* are.
+type pusherDescs struct {
+	sent, failed, dropped, pending, oldest, lag, lastSuccess, spoolBytes, spoolErrors, series *prometheus.Desc
+}
+
+func newDescs(name, url string) pusherDescs {
+	l := prometheus.Labels{"remote_name": name, "url": url}
+	d := func(metric, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(metric, help, labels, l)
+	}
+	return pusherDescs{
+		sent:        d("plexporter_push_samples_sent_total", "Samples the receiver accepted."),
+		failed:      d("plexporter_push_samples_failed_total", "Samples of requests that failed with a retryable error (5xx, 429, network) and were sent again."),
+		dropped:     d("plexporter_push_samples_dropped_total", "Samples never sent, by reason: ring_full (over push.max_pending_samples, oldest first), rejected (4xx other than 429, or refused in a 2xx answer: remote write 2.0's written-samples header, OTLP's partial success), shutdown (pending past the flush timeout), error (request not made, or a spool file unreadable); with a spool: too_old (over push.spool_max_age), spool_full (over push.spool_max_bytes, or the disk full), other_protocol (files an earlier run wrote in another push.protocol).", "reason"),
+		pending:     d("plexporter_push_pending_samples", "Samples waiting to be sent: the ring's, in memory or in the spool."),
+		oldest:      d("plexporter_push_oldest_unsent_timestamp_seconds", "Timestamp of the oldest sample not yet sent (0: none pending)."),
+		lag:         d("plexporter_push_lag_seconds", "How old the oldest unsent sample is (0: none pending)."),
+		lastSuccess: d("plexporter_push_last_success_timestamp_seconds", "When a request last succeeded (0: never)."),
+		spoolBytes:  d("plexporter_push_spool_bytes", "Bytes of the spool's files (push.spool_dir)."),
+		spoolErrors: d("plexporter_push_spool_errors_total", "Spool files that could not be written (the snapshot stayed in memory only) or read (the file was removed)."),
+		series:      d("plexporter_push_series", "Label sets held by the pending batches and the last snapshot."),
+	}
+}
 
 // Describe implements prometheus.Collector.
 func (p *Pusher) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSent, descFailed, descDropped, descPending, descOldest, descLag, descLastSuccess, descSeries, descSpoolBytes, descSpoolErrors} {
+	d := p.descs
+	for _, d := range []*prometheus.Desc{d.sent, d.failed, d.dropped, d.pending, d.oldest, d.lag, d.lastSuccess, d.series, d.spoolBytes, d.spoolErrors} {
 		ch <- d
 	}
 }
@@ -874,12 +989,12 @@ func (p *Pusher) Describe(ch chan<- *prometheus.Desc) {
 func (p *Pusher) Collect(ch chan<- prometheus.Metric) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(descSent, prometheus.CounterValue, p.sent)
-	ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, p.failed)
+	ch <- prometheus.MustNewConstMetric(p.descs.sent, prometheus.CounterValue, p.sent)
+	ch <- prometheus.MustNewConstMetric(p.descs.failed, prometheus.CounterValue, p.failed)
 	for r, v := range p.dropped {
-		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, v, r)
+		ch <- prometheus.MustNewConstMetric(p.descs.dropped, prometheus.CounterValue, v, r)
 	}
-	ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(p.pending))
+	ch <- prometheus.MustNewConstMetric(p.descs.pending, prometheus.GaugeValue, float64(p.pending))
 	oldest, lag := 0.0, 0.0
 	if len(p.ring) > 0 {
 		oldest = float64(p.ring[0].ts) / 1000
@@ -887,16 +1002,16 @@ func (p *Pusher) Collect(ch chan<- prometheus.Metric) {
 	if oldest > 0 {
 		lag = max(0, float64(p.now().UnixMilli())/1000-oldest)
 	}
-	ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, oldest)
-	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, lag)
+	ch <- prometheus.MustNewConstMetric(p.descs.oldest, prometheus.GaugeValue, oldest)
+	ch <- prometheus.MustNewConstMetric(p.descs.lag, prometheus.GaugeValue, lag)
 	last := 0.0
 	if !p.lastSuccess.IsZero() {
 		last = float64(p.lastSuccess.UnixNano()) / 1e9
 	}
-	ch <- prometheus.MustNewConstMetric(descLastSuccess, prometheus.GaugeValue, last)
-	ch <- prometheus.MustNewConstMetric(descSeries, prometheus.GaugeValue, float64(p.tab.len()))
+	ch <- prometheus.MustNewConstMetric(p.descs.lastSuccess, prometheus.GaugeValue, last)
+	ch <- prometheus.MustNewConstMetric(p.descs.series, prometheus.GaugeValue, float64(p.tab.len()))
 	if p.spool != nil {
-		ch <- prometheus.MustNewConstMetric(descSpoolBytes, prometheus.GaugeValue, float64(p.spool.bytes))
-		ch <- prometheus.MustNewConstMetric(descSpoolErrors, prometheus.CounterValue, p.spoolErrors)
+		ch <- prometheus.MustNewConstMetric(p.descs.spoolBytes, prometheus.GaugeValue, float64(p.spool.bytes))
+		ch <- prometheus.MustNewConstMetric(p.descs.spoolErrors, prometheus.CounterValue, p.spoolErrors)
 	}
 }
