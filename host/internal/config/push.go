@@ -158,10 +158,14 @@ func checkPushList(path string, list []*Push, node *yaml.Node) error {
 			return fmt.Errorf("%s.name: %q is the name of %s too (the names label the plexporter_push_* self-metrics as remote_name: give each target its own)", key, name, prev)
 		}
 		names[name] = fmt.Sprintf("push[%d]", i)
-		if prev, dup := urls[p.URL]; dup {
-			return fmt.Errorf("%s.url: %s is the url of %s too (one target per receiver: the same samples would be sent there twice)", key, p.URL, prev)
+		// One receiver may hold several tenants (Mimir's X-Scope-OrgID, a
+		// basic-auth user): a target is where its samples land, the URL
+		// with the headers and credentials sent there.
+		dest := pushDestination(p)
+		if prev, dup := urls[dest]; dup {
+			return fmt.Errorf("%s.url: %s is the url of %s too, with the same headers and credentials (the same samples would land there twice; for another tenant of the same receiver set its header, such as X-Scope-OrgID, or its credentials)", key, p.URL, prev)
 		}
-		urls[p.URL] = fmt.Sprintf("push[%d] (%s)", i, name)
+		urls[dest] = fmt.Sprintf("push[%d] (%s)", i, name)
 		if p.SpoolDir != "" {
 			dir := filepath.Clean(p.SpoolDir)
 			if prev, dup := spools[dir]; dup {
@@ -171,6 +175,16 @@ func checkPushList(path string, list []*Push, node *yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// pushDestination is where a target's samples land: its URL, headers and
+// HTTP client settings (credentials files, user names, TLS; secrets
+// themselves marshal as <secret>, so two passwords alone do not make two
+// destinations).
+func pushDestination(p *Push) string {
+	h, _ := yaml.Marshal(p.Headers)
+	c, _ := yaml.Marshal(p.HTTPClientConfig)
+	return p.URL + "\n" + string(h) + string(c)
 }
 
 // check validates the section (node, its yaml node, of the file at path;

@@ -188,12 +188,22 @@ func TestPushList(t *testing.T) {
 	if f, _ := Load(writeFile(t, "push: []\n"), trust.Policy{}); len(f.PushTargets()) != 0 {
 		t.Error("an empty list has targets")
 	}
+	// Two tenants of one receiver: the same URL, another X-Scope-OrgID,
+	// or another basic-auth user.
+	for _, in := range []string{
+		"push:\n  - {name: a, url: http://m/, headers: {X-Scope-OrgID: team-a}}\n  - {name: b, url: http://m/, headers: {X-Scope-OrgID: team-b}}\n",
+		"push:\n  - {name: a, url: http://m/, basic_auth: {username: a, password: x}}\n  - {name: b, url: http://m/, basic_auth: {username: b, password: x}}\n",
+	} {
+		if f, err := Load(writeFile(t, in), trust.Policy{}); err != nil || len(f.PushTargets()) != 2 {
+			t.Errorf("%s: two tenants of one receiver refused: %v", in, err)
+		}
+	}
 }
 
 func TestPushListErrors(t *testing.T) {
 	for in, want := range map[string]string{
 		"push:\n  - {name: a, url: http://m/}\n  - {name: a, url: http://n/}\n":                                 `: push[1] (a).name: "a" is the name of push[0] too`,
-		"push:\n  - {url: http://m/}\n  - {name: b, url: http://m/}\n":                                          `: push[1] (b).url: http://m/ is the url of push[0] (` + DefaultPushName("http://m/") + `) too`,
+		"push:\n  - {url: http://m/}\n  - {name: b, url: http://m/}\n":                                          `: push[1] (b).url: http://m/ is the url of push[0] (` + DefaultPushName("http://m/") + `) too, with the same headers and credentials`,
 		"push:\n  - {name: a, url: http://m/, spool_dir: s}\n  - {name: otel, url: http://n/, spool_dir: s/}\n": `: push[1] (otel).spool_dir: `,
 		"push:\n  - {name: a, url: http://m/}\n  - {name: 'b c', url: http://n/}\n":                             `: push[1] (b c).name: "b c" is not a target name`,
 		"push:\n  - {name: a}\n": `: push[0] (a).url: missing`,
