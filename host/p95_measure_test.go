@@ -268,3 +268,38 @@ func TestP95RoundsDemoted(t *testing.T) {
 		t.Logf("%s cpu.stat: %s", p, strings.Join(strings.Fields(string(b)), " "))
 	}
 }
+
+// The same without a cgroup (--no-plugin.sandbox): the offenders' threads
+// at nice 19 against the plugins' launch.PluginNice, the healthy plugin at
+// launch.PluginNice throughout.
+//
+//	PLEXPORTER_CPU_MEASURE=1 go test -v -run TestP95RoundsDemotedUnsandboxed ./host/
+func TestP95RoundsDemotedUnsandboxed(t *testing.T) {
+	if os.Getenv("PLEXPORTER_CPU_MEASURE") == "" {
+		t.Skip("a measurement, not a test: set PLEXPORTER_CPU_MEASURE=1")
+	}
+	h := startHost(t, []string{"errors", "flood", "healthy"}, floodsYAML, "--scrape.timeout=5s")
+	_, mfs := h.scrape("")
+	offenders := map[int]bool{}
+	for _, pid := range children(h.cmd.Process.Pid) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.Contains(string(b), "plexporter-errors") || strings.Contains(string(b), "plexporter-flood") {
+			offenders[pid] = true
+		}
+	}
+	if len(offenders) != 2 {
+		t.Fatalf("offenders' pids: %v (plugins up: %v)", offenders, value(mfs, "plexporter_plugin_up", "plugin", "errors"))
+	}
+	renice := func(n int) func() {
+		return func() {
+			for pid := range offenders {
+				tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+				for _, tk := range tasks {
+					tid, _ := strconv.Atoi(tk.Name())
+					syscall.Setpriority(syscall.PRIO_PROCESS, tid, n)
+				}
+			}
+		}
+	}
+	p95Rounds(t, h, []variant{{"offenders at nice 10", renice(launch.PluginNice)}, {"offenders at nice 19", renice(19)}})
+}
