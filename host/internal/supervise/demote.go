@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"errors"
+	"io/fs"
 	"time"
 
 	"github.com/plexporter/plexporter/internal/wire"
@@ -52,6 +53,9 @@ func (s *Supervisor) offended(budget string) {
 		return
 	}
 	if err := g.Demote(true); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return // the group is being removed: the plugin is stopping
+		}
 		s.log.Warn("cannot lower the CPU weight of a plugin past its budget", "budget", budget, "err", err)
 		return
 	}
