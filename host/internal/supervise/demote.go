@@ -56,7 +56,10 @@ func (s *Supervisor) offended(budget string) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return // the group is being removed: the plugin is stopping
 		}
-		s.log.Warn("cannot lower the CPU weight of a plugin past its budget", "budget", budget, "err", err)
+		if !s.demoteWarned { // once: a failing write fails at every offence
+			s.demoteWarned = true
+			s.log.Warn("cannot lower the CPU weight of a plugin past its budget", "budget", budget, "err", err)
+		}
 		return
 	}
 	s.mu.Lock()

@@ -183,6 +183,8 @@ type Supervisor struct {
 	lastOffence time.Time
 	demotedAt   time.Time
 	demoteMu    sync.Mutex
+	// demoteWarned: a failed demotion was warned about (under demoteMu).
+	demoteWarned bool
 
 	warningsDropped atomic.Uint64
 	logDropped      atomic.Uint64 // launch's log budget counts here, across restarts
