@@ -74,11 +74,17 @@ func TestBudgetsSandboxedMeasure(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(st.plugins, "plexporter-errors.yaml"), []byte("limits: {memory: 2GiB}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// PLEXPORTER_DEMOTION_OFF=1: the offenders keep their CPU weight
+	// (--plugin.cpu-demotion=0), for a figure to compare.
+	demotion := "--plugin.cpu-demotion=1m"
+	if os.Getenv("PLEXPORTER_DEMOTION_OFF") != "" {
+		demotion = "--plugin.cpu-demotion=0"
+	}
 	h := startSandboxHost(t, st, `
   errors: {config: {errors: 100, error_bytes: 4186000}}
   flood: {config: {series: 1, log_flood: json}}
   healthy: {config: {series: 1000}}
-`, "--scrape.timeout=5s")
+`, "--scrape.timeout=5s", demotion)
 	p95 := func(query string) (float64, float64, time.Duration) { return healthyScrapeDurations(h, n, query) }
 	for range 3 {
 		h.scrape("?collect[]=healthy")
@@ -91,6 +97,7 @@ func TestBudgetsSandboxedMeasure(t *testing.T) {
 	t.Logf("host RSS: idle %.1f MiB, after %.1f MiB, peak %.1f MiB (+%.1f MiB)", mib(idle), mib(rss), mib(peak), mib(peak)-mib(idle))
 	t.Logf("healthy plugin's scrape duration alone: p50 %.1f ms, p95 %.1f ms (longest scrape %v)", p50a*1e3, p95a*1e3, longA)
 	t.Logf("beside the error and log floods:       p50 %.1f ms, p95 %.1f ms (longest scrape %v; timeout 5 s): %.2f×", p50b*1e3, p95b*1e3, longB, p95b/p95a)
-	t.Logf("restarts: errors %v, flood %v; log lines dropped %v", value(mfs, "plexporter_plugin_restarts_total", "plugin", "errors"),
-		value(mfs, "plexporter_plugin_restarts_total", "plugin", "flood"), value(mfs, "plexporter_plugin_log_dropped_total", "plugin", "flood"))
+	t.Logf("restarts: errors %v, flood %v; log lines dropped %v; demoted (plexporter_plugin_cpu_demoted): errors %v, flood %v, healthy %v", value(mfs, "plexporter_plugin_restarts_total", "plugin", "errors"),
+		value(mfs, "plexporter_plugin_restarts_total", "plugin", "flood"), value(mfs, "plexporter_plugin_log_dropped_total", "plugin", "flood"),
+		value(mfs, "plexporter_plugin_cpu_demoted", "plugin", "errors"), value(mfs, "plexporter_plugin_cpu_demoted", "plugin", "flood"), value(mfs, "plexporter_plugin_cpu_demoted", "plugin", "healthy"))
 }

@@ -49,6 +49,7 @@ type flags struct {
 	scrapeTimeout    time.Duration
 	startTimeout     time.Duration
 	maxSeries        int
+	cpuDemotion      time.Duration
 	maxLabelLen      int
 	enabledMetrics   string
 	disabledMetrics  string
@@ -148,6 +149,7 @@ func run(args []string) int {
 	app.Flag("scrape.timeout", "How long each plugin's Collect may take; a late plugin contributes nothing to that scrape.").Default("5s").SetValue((*durationFlag)(&f.scrapeTimeout))
 	app.Flag("plugin.start-timeout", "How long a plugin may take to start, handshake and accept its configuration.").Default("10s").SetValue((*durationFlag)(&f.startTimeout))
 	app.Flag("plugin.max-series", "Series one plugin may contribute to a scrape; the excess is dropped and counted.").Default("100000").IntVar(&f.maxSeries)
+	app.Flag("plugin.cpu-demotion", "A sandboxed plugin that sends more partial errors or log lines than its budget gets the lowest CPU weight of its cgroup while it does and for this long after (plexporter_plugin_cpu_demoted); 0 never demotes.").Default("1m").SetValue((*durationFlag)(&f.cpuDemotion))
 	app.Flag("plugin.max-label-length", "Longest label value accepted, in bytes; longer ones drop their series.").Default(strconv.Itoa(guard.DefaultMaxLabelValueLen)).IntVar(&f.maxLabelLen)
 	app.Flag("plugin.sandbox", "Confine each plugin to its manifest (needs root). --no-plugin.sandbox runs plugins as the host's user, unconfined: development only.").Default("true").BoolVar(&f.sandbox)
 	app.Flag("plugin.allow-root", "Allow plugins whose manifest sets allow_root to run as uid 0.").BoolVar(&f.allowRoot)
@@ -219,6 +221,7 @@ func run(args []string) int {
 		LogLevel:      hclogLevel(logConfig),
 		MaxSeries:     f.maxSeries,
 		SocketParent:  runtimeDir.Path,
+		CPUDemotion:   f.cpuDemotion,
 	}
 	fleetOptions := fleet.Options{
 		Dirs:                f.pluginDirs,

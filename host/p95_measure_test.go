@@ -214,3 +214,92 @@ func TestP95RoundsSandboxVsNot(t *testing.T) {
 			pct(alone[v], 50)*1e3, pct(alone[v], 95)*1e3, pct(beside[v], 50)*1e3, pct(beside[v], 95)*1e3, pct(beside[v], 95)/pct(alone[v], 95))
 	}
 }
+
+// Demoting the offenders (issue 28): the error flooder's and the log
+// flooder's groups at the minimum cpu.shares (2) against the shipped 102,
+// and at 2 with a tenth of a CPU's quota, applied to the running plugins'
+// cgroup v1 files in alternating rounds; the healthy plugin stays at 102.
+//
+//	PLEXPORTER_CPU_MEASURE=1 go test -v -run TestP95RoundsDemoted ./host/
+func TestP95RoundsDemoted(t *testing.T) {
+	if os.Getenv("PLEXPORTER_CPU_MEASURE") == "" {
+		t.Skip("a measurement, not a test: set PLEXPORTER_CPU_MEASURE=1")
+	}
+	st := newSandboxTree(t)
+	copyFile(t, filepath.Join(binDir, "chaos"), filepath.Join(st.bin, "chaos"), 0o755)
+	for _, p := range []string{"healthy", "errors", "flood"} {
+		if err := os.Symlink(filepath.Join(st.bin, "chaos"), filepath.Join(st.plugins, "plexporter-"+p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(st.plugins, "plexporter-errors.yaml"), []byte("limits: {memory: 2GiB}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startSandboxHost(t, st, floodsYAML, "--scrape.timeout=5s")
+	groups := map[string]string{}
+	for _, p := range []string{"healthy", "errors", "flood"} {
+		m, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/cpu/plexporter/plugins/%s.%d.*", p, h.cmd.Process.Pid))
+		if len(m) != 1 {
+			t.Skipf("no cgroup v1 cpu group for %s below /sys/fs/cgroup/cpu/plexporter/plugins: %v", p, m)
+		}
+		groups[p] = m[0]
+	}
+	put := func(dir, file, v string) {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(v), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	offenders := func(shares, quota string) func() {
+		return func() {
+			for _, p := range []string{"errors", "flood"} {
+				put(groups[p], "cpu.shares", shares)
+				put(groups[p], "cpu.cfs_quota_us", quota)
+			}
+		}
+	}
+	variants := []variant{
+		{"as shipped (offenders at 102)", offenders("102", "10000")},
+		{"offenders at cpu.shares 2", offenders("2", "10000")},
+		{"offenders at 2, quota 0.1 CPU", offenders("2", "1000")},
+	}
+	p95Rounds(t, h, variants)
+	for _, p := range []string{"healthy", "errors", "flood"} {
+		b, _ := os.ReadFile(filepath.Join(groups[p], "cpu.stat"))
+		t.Logf("%s cpu.stat: %s", p, strings.Join(strings.Fields(string(b)), " "))
+	}
+}
+
+// The same without a cgroup (--no-plugin.sandbox): the offenders' threads
+// at nice 19 against the plugins' launch.PluginNice, the healthy plugin at
+// launch.PluginNice throughout.
+//
+//	PLEXPORTER_CPU_MEASURE=1 go test -v -run TestP95RoundsDemotedUnsandboxed ./host/
+func TestP95RoundsDemotedUnsandboxed(t *testing.T) {
+	if os.Getenv("PLEXPORTER_CPU_MEASURE") == "" {
+		t.Skip("a measurement, not a test: set PLEXPORTER_CPU_MEASURE=1")
+	}
+	h := startHost(t, []string{"errors", "flood", "healthy"}, floodsYAML, "--scrape.timeout=5s")
+	_, mfs := h.scrape("")
+	offenders := map[int]bool{}
+	for _, pid := range children(h.cmd.Process.Pid) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.Contains(string(b), "plexporter-errors") || strings.Contains(string(b), "plexporter-flood") {
+			offenders[pid] = true
+		}
+	}
+	if len(offenders) != 2 {
+		t.Fatalf("offenders' pids: %v (plugins up: %v)", offenders, value(mfs, "plexporter_plugin_up", "plugin", "errors"))
+	}
+	renice := func(n int) func() {
+		return func() {
+			for pid := range offenders {
+				tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+				for _, tk := range tasks {
+					tid, _ := strconv.Atoi(tk.Name())
+					syscall.Setpriority(syscall.PRIO_PROCESS, tid, n)
+				}
+			}
+		}
+	}
+	p95Rounds(t, h, []variant{{"offenders at nice 10", renice(launch.PluginNice)}, {"offenders at nice 19", renice(19)}})
+}

@@ -310,6 +310,34 @@ func (g *Group) set(l Limits) error {
 	return nil
 }
 
+// The kernel's lowest CPU weights, a demoted plugin's (Group.Demote):
+// against the other plugins' sharesV1/weightV2 it gets 1/51 or 1/10 of
+// the CPU they want at the same moment, and keeps whatever they leave.
+const (
+	demotedWeightV2 = 1 // cpu.weight, minimum 1
+	demotedSharesV1 = 2 // cpu.shares, minimum 2
+)
+
+// Demote lowers the group's CPU weight to the kernel's minimum (on) or
+// puts back every plugin's (off). The host demotes a plugin that went past
+// one of its budgets (a flood of partial errors or log lines), so that its
+// CPU, spent at the moment every plugin is collected, stops delaying the
+// others' collects. Limits (quota, memory, pids) are not touched.
+func (g *Group) Demote(on bool) error {
+	if g.v2 {
+		v := weightV2
+		if on {
+			v = demotedWeightV2
+		}
+		return write(g.dirs[""], "cpu.weight", strconv.Itoa(v))
+	}
+	v := sharesV1
+	if on {
+		v = demotedSharesV1
+	}
+	return write(g.dirs["cpu"], "cpu.shares", strconv.Itoa(v))
+}
+
 // Dirs are the directories whose cgroup.procs the plugin's launcher joins.
 func (g *Group) Dirs() []string {
 	out := make([]string, 0, len(g.dirs))

@@ -147,3 +147,71 @@ func TestDetectV1CoMounted(t *testing.T) {
 		t.Errorf("cpu.cfs_quota_us = %q, want 5000", b)
 	}
 }
+
+// Demote writes the kernel's lowest CPU weight into the group's own file,
+// in both hierarchies' names, and puts back the plugins' weight; nothing
+// else of the group (its quota) changes. On fake cgroup trees (files in a
+// temporary directory), read back.
+func TestDemoteWritesTheWeight(t *testing.T) {
+	for _, v2 := range []bool{false, true} {
+		dir := t.TempDir()
+		c, file, normal, low := "cpu", "cpu.shares", "102", "2"
+		if v2 {
+			c, file, normal, low = "", "cpu.weight", "10", "1"
+		}
+		g := &Group{v2: v2, dirs: map[string]string{c: dir}}
+		if err := g.set(Limits{CPU: 0.5}); err != nil {
+			t.Fatal(err)
+		}
+		read := func(f string) string {
+			b, _ := os.ReadFile(filepath.Join(dir, f))
+			return string(b)
+		}
+		quota := read("cpu.cfs_quota_us") + read("cpu.max")
+		for _, step := range []struct {
+			on   bool
+			want string
+		}{{true, low}, {true, low}, {false, normal}} {
+			if err := g.Demote(step.on); err != nil {
+				t.Fatal(err)
+			}
+			if got := read(file); got != step.want {
+				t.Errorf("v2=%v: Demote(%v): %s = %q, want %q", v2, step.on, file, got, step.want)
+			}
+			if q := read("cpu.cfs_quota_us") + read("cpu.max"); q != quota {
+				t.Errorf("v2=%v: Demote(%v) changed the quota %q to %q", v2, step.on, quota, q)
+			}
+		}
+	}
+}
+
+// The same on this machine's real cgroup file system: the kernel accepts
+// the minimum and reads it back.
+func TestDemoteRealGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	r, err := Detect()
+	if err != nil {
+		t.Skipf("no cgroups here: %v", err)
+	}
+	g, err := r.New("test", Limits{CPU: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Remove()
+	c, file, normal, low := "cpu", "cpu.shares", "102", "2"
+	if r.V2() {
+		c, file, normal, low = "", "cpu.weight", "10", "1"
+	}
+	read := func() string {
+		b, _ := os.ReadFile(filepath.Join(g.dirs[c], file))
+		return strings.TrimSpace(string(b))
+	}
+	if err := g.Demote(true); err != nil || read() != low {
+		t.Fatalf("demoted: %s = %q (%v), want %s", file, read(), err, low)
+	}
+	if err := g.Demote(false); err != nil || read() != normal {
+		t.Fatalf("restored: %s = %q (%v), want %s", file, read(), err, normal)
+	}
+}

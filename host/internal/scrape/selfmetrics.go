@@ -125,6 +125,10 @@ var (
 	descMemPeak   = gauge("plexporter_plugin_memory_peak_bytes", "Most memory charged to the plugin's cgroup since its supervisor started it first.", "plugin")
 	descPids      = gauge("plexporter_plugin_pids", "Tasks (processes and threads) in the plugin's cgroup.", "plugin")
 	descOOMKills  = counter("plexporter_plugin_oom_kills_total", "Processes of the plugin the kernel's OOM killer killed for going over limits.memory.", "plugin")
+	// The plugin's CPU demotion (supervise/demote.go); absent without a
+	// cgroup or with --plugin.cpu-demotion=0.
+	descDemoted   = gauge("plexporter_plugin_cpu_demoted", "1 while the plugin's cgroup has the lowest CPU weight because the plugin went past its partial-error or log budget (until it stays within them for --plugin.cpu-demotion); 0 otherwise.", "plugin")
+	descDemotions = counter("plexporter_plugin_cpu_demotions_total", "Times the plugin was demoted to the lowest CPU weight for going past its partial-error or log budget.", "plugin")
 	// Prometheus's own names for the same thing, so the same alerts work.
 	descReloadOK = gauge("plexporter_config_last_reload_successful", "1 if the last reading of the config file (at start, SIGHUP, POST /-/reload or a plugin directory change) succeeded; 0 if it failed and the running plugins keep their settings.")
 	descReloadAt = gauge("plexporter_config_last_reload_success_timestamp_seconds", "When the config file was last read successfully (seconds since the epoch).")
@@ -167,6 +171,10 @@ func (r *report) write(w *selfWriter) {
 				}
 			}
 		}
+		if d := st.Demotion; d != nil {
+			w.value(descDemoted, b2f(d.On), st.Name)
+			w.value(descDemotions, float64(d.Count), st.Name)
+		}
 		if res, ok := r.scraped[st.Name]; ok {
 			w.value(descDuration, res.seconds, st.Name)
 			w.value(descSuccess, b2f(res.success), st.Name)
@@ -207,7 +215,7 @@ func Catalogue() []*wire.Header {
 	out := []*wire.Header{descInfo, descUp, descMisconfigured, descSandboxed, descRestarts, descNextStart, descDuration,
 		descSuccess, descSeries, descDropped, descErrors, descReloadOK, descReloadAt, descRefused,
 		descErrorsDropped, descWarningsDropped, descLogDropped,
-		descCPU, descThrottled, descMemory, descMemPeak, descPids, descOOMKills}
+		descCPU, descThrottled, descMemory, descMemPeak, descPids, descOOMKills, descDemoted, descDemotions}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("plexporter"))
 	mfs, _ := reg.Gather()

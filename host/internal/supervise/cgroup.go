@@ -44,6 +44,13 @@ func (s *Supervisor) removeGroup() {
 	}
 }
 
+// hasGroup reports whether the plugin has a cgroup.
+func (s *Supervisor) hasGroup() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.group != nil
+}
+
 // withGroup is o with the plugin's cgroup for the launcher to join.
 func (s *Supervisor) withGroup(o launch.Options) launch.Options {
 	s.mu.Lock()

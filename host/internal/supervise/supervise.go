@@ -74,6 +74,11 @@ type Settings struct {
 	// SocketParent is the directory go-plugin makes each start's socket
 	// directory in (the host instance's runtime directory); "" for $TMPDIR.
 	SocketParent string
+
+	// CPUDemotion is how long a plugin that went past its partial-error or
+	// log budget keeps its cgroup's lowest CPU weight after its last
+	// offence (demote.go); 0: never demoted. Needs a cgroup.
+	CPUDemotion time.Duration
 }
 
 func (s Settings) withDefaults() Settings {
@@ -139,6 +144,9 @@ type Status struct {
 	WarningsDropped, LogDropped uint64
 	// Resources are the plugin's cgroup's counters; nil without one.
 	Resources *cgroup.Stats
+	// Demotion is the plugin's CPU demotion (demote.go); nil without a
+	// cgroup or with demotion off.
+	Demotion *Demotion
 }
 
 // Up reports whether the plugin is running and configured.
@@ -169,6 +177,14 @@ type Supervisor struct {
 	client     pluginv1.PluginServiceClient
 	proc       *launch.Process
 	group      *cgroup.Group // the plugin's cgroup, nil for none (cgroup.go)
+	// CPU demotion (demote.go), under mu; demoteMu orders the writes of
+	// the group's weight.
+	demotion    Demotion
+	lastOffence time.Time
+	demotedAt   time.Time
+	demoteMu    sync.Mutex
+	// demoteWarned: a failed demotion was warned about (under demoteMu).
+	demoteWarned bool
 
 	warningsDropped atomic.Uint64
 	logDropped      atomic.Uint64 // launch's log budget counts here, across restarts
@@ -232,6 +248,12 @@ func (s *Supervisor) Status() Status {
 	if group != nil {
 		r := group.Stats()
 		st.Resources = &r
+		if s.settings.CPUDemotion > 0 {
+			s.mu.Lock()
+			d := s.demotion
+			s.mu.Unlock()
+			st.Demotion = &d
+		}
 	}
 	return st
 }
@@ -265,7 +287,12 @@ func (s *Supervisor) transition(next State, lastErr string, nextStart time.Time)
 func (s *Supervisor) loop(ctx context.Context) {
 	defer close(s.done)
 	s.openGroup()
-	defer s.removeGroup()      // after the process is stopped
+	defer s.removeGroup() // after the process is stopped
+	if s.hasGroup() && s.settings.CPUDemotion > 0 {
+		watched := make(chan struct{})
+		defer close(watched)
+		go s.watchBudgets(watched)
+	}
 	defer s.firstAttemptOver() // stopped during the first start
 	policy := newRestartPolicy(s.settings)
 	for {
@@ -570,6 +597,7 @@ func (s *Supervisor) collect(client pluginv1.PluginServiceClient) *Collection {
 	}
 	res.Err = err
 	res.Duration = time.Since(began)
+	s.noteCollect(res)
 	s.noteTimeout(err != nil && (ctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded))
 	return res
 }
