@@ -61,6 +61,9 @@ type Options struct {
 	// DefaultLogBudget); lines it drops are counted in LogDropped.
 	LogBudget  *LogBudget
 	LogDropped *atomic.Uint64
+	// OnLogDrop, when set, is called at every dropped log line, after it
+	// is counted; it must not block.
+	OnLogDrop func()
 	// StdioBudget bounds what go-plugin's own streams from the plugin cost
 	// the host (nil: DefaultStdioBudget).
 	StdioBudget *StdioBudget
@@ -137,7 +140,7 @@ func Start(p discover.Plugin, o Options, log *slog.Logger) (*Process, error) {
 				if o.LogBudget != nil {
 					budget = *o.LogBudget
 				}
-				budget.Dropped = o.LogDropped
+				budget.Dropped, budget.OnDrop = o.LogDropped, o.OnLogDrop
 				return relayLogs(stderr, pluginlog.NewRelay(log, p.Name, o.LogLevel), budget, log, p.Name, crash)
 			})
 			if err != nil {

@@ -33,6 +33,9 @@ type LogBudget struct {
 	// Dropped counts the lines dropped (shared across the plugin's
 	// restarts); nil to count nowhere.
 	Dropped *atomic.Uint64
+	// OnDrop, when set, is called at every dropped line, after Dropped
+	// counts it; it must not block (the reader waits for it).
+	OnDrop func()
 }
 
 // DefaultLogBudget: far above what a plugin logs on purpose (a Go panic
@@ -143,6 +146,9 @@ func relayLogs(r io.ReadCloser, relay *pluginlog.Relay, budget LogBudget, log *s
 					pending++
 					if budget.Dropped != nil {
 						budget.Dropped.Add(1)
+					}
+					if budget.OnDrop != nil {
+						budget.OnDrop()
 					}
 				}
 				notice(now, false)

@@ -67,6 +67,10 @@ func (s *Supervisor) offended(budget string) {
 	s.demotion.Count++
 	s.demotedAt = now
 	s.mu.Unlock()
+	select {
+	case s.demotedNow <- struct{}{}:
+	default:
+	}
 	s.log.Warn("plugin went past its budget; its CPU weight is lowered to the minimum until it stays within its budgets for the demotion period (plexporter_plugin_cpu_demoted)",
 		"budget", budget, "demotion", s.settings.CPUDemotion)
 }
@@ -103,23 +107,50 @@ func (s *Supervisor) noteCollect(res *Collection) {
 // watchBudgets runs beside the supervision loop while the plugin has a
 // cgroup: it demotes a plugin whose log lines are being dropped and
 // restores one that has been quiet long enough. The log budget drops
-// lines whenever the plugin writes them, not only at collects, so it is
-// looked at on a tick.
+// lines whenever the plugin writes them, not only at collects. Nothing
+// ticks while every plugin keeps its budgets (a host between scrapes does
+// no work): the first dropped line wakes it (logDrop); while the plugin is
+// demoted it looks again every quarter of the demotion period, reading
+// the drop counter rather than waking at every dropped line of a flood.
 func (s *Supervisor) watchBudgets(done <-chan struct{}) {
-	tick := min(time.Second, max(s.settings.CPUDemotion/4, 10*time.Millisecond))
-	t := time.NewTicker(tick)
+	every := max(s.settings.CPUDemotion/4, 10*time.Millisecond)
+	t := time.NewTimer(every)
+	t.Stop()
 	defer t.Stop()
 	seen := s.logDropped.Load()
 	for {
+		var drops <-chan struct{}
+		var tick <-chan time.Time
+		s.mu.Lock()
+		on := s.demotion.On
+		s.mu.Unlock()
+		if on {
+			t.Reset(every)
+			tick = t.C
+		} else {
+			drops = s.logDrop
+		}
 		select {
 		case <-done:
 			return
-		case now := <-t.C:
-			if n := s.logDropped.Load(); n > seen {
-				seen = n
-				s.offended(budgetLog)
-			}
-			s.restoreIfQuiet(now)
+		case <-drops:
+		case <-tick:
+		case <-s.demotedNow: // a collect demoted it: look again on the tick
 		}
+		if n := s.logDropped.Load(); n > seen {
+			seen = n
+			s.offended(budgetLog)
+		}
+		s.restoreIfQuiet(time.Now())
+	}
+}
+
+// noteLogDrop is the log budget's hook: a line was dropped just now. It
+// only wakes watchBudgets (a send that never blocks: one pending wake-up
+// stands for any number of lines).
+func (s *Supervisor) noteLogDrop() {
+	select {
+	case s.logDrop <- struct{}{}:
+	default:
 	}
 }

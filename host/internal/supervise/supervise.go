@@ -185,6 +185,8 @@ type Supervisor struct {
 	demoteMu    sync.Mutex
 	// demoteWarned: a failed demotion was warned about (under demoteMu).
 	demoteWarned bool
+	// logDrop and demotedNow wake watchBudgets (capacity 1, never block).
+	logDrop, demotedNow chan struct{}
 
 	warningsDropped atomic.Uint64
 	logDropped      atomic.Uint64 // launch's log budget counts here, across restarts
@@ -210,6 +212,9 @@ func New(p discover.Plugin, s Settings, log *slog.Logger) *Supervisor {
 		status:   Status{Name: p.Name, Path: p.Path, State: Starting, Sandboxed: s.Sandbox != nil},
 		first:    make(chan struct{}),
 		done:     make(chan struct{}),
+
+		logDrop:    make(chan struct{}, 1),
+		demotedNow: make(chan struct{}, 1),
 	}
 }
 
@@ -431,6 +436,7 @@ func exitText(err error) string {
 func (s *Supervisor) start(ctx context.Context) (*launch.Process, error) {
 	opts := s.withGroup(s.settings.launchOptions())
 	opts.LogDropped = &s.logDropped
+	opts.OnLogDrop = s.noteLogDrop
 	proc, err := launch.Start(s.plugin, opts, s.hostLog)
 	if err != nil {
 		return nil, err
