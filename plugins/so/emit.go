@@ -108,31 +108,23 @@ func (st *cStage) drain() {
 	entries := s.entries[from:n]
 	last := &entries[len(entries)-1]
 	if r.w != nil {
-		// One allocation for the label values of every drained sample: the
-		// strings share it, and nothing writes it after this copy (the
-		// Writer's encoder keeps them until its batch is sent).
-		var slab []byte
-		if b := int(last.bytes_end - s.done_bytes); b > 0 {
-			slab = make([]byte, b)
-			copy(slab, unsafe.Slice((*byte)(unsafe.Pointer(&s.bytes[s.done_bytes])), b))
-		}
+		// The label values are handed to the Writer where they lie, in the
+		// stage: it copies those its batch does not hold yet, and keeps no
+		// reference to the stage, which the producer refills after this.
 		lens := s.lens[s.done_lens:last.lens_end]
-		li, at := 0, 0
+		bytes := unsafe.Slice((*byte)(unsafe.Pointer(&s.bytes[0])), C.SO_STAGE_BYTES)
+		li, at := 0, int(s.done_bytes)
 		for i := range entries {
 			e := &entries[i]
 			d := r.descs[e.family] // family range, type and label count checked in C
-			lv := r.lv[:0]
+			lv := r.lvb[:0]
 			for end := int(e.lens_end - s.done_lens); li < end; li++ {
 				l := int(lens[li])
-				v := ""
-				if l > 0 {
-					v = unsafe.String(&slab[at], l)
-					at += l
-				}
-				lv = append(lv, v)
+				lv = append(lv, bytes[at:at+l:at+l])
+				at += l
 			}
-			r.lv = lv
-			r.write(d, float64(e.value), lv)
+			r.lvb = lv
+			r.w.ValueBytes(d, float64(e.value), lv)
 		}
 	}
 	s.done, s.done_lens, s.done_bytes = C.uint32_t(n), last.lens_end, last.bytes_end
