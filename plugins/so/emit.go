@@ -64,25 +64,10 @@ func soEmitError(s *C.struct_so_stage, msg *C.char) {
 	r.reportError(C.GoString(msg))
 }
 
-// soStageFlush hands a full stage to the goroutine waiting for the collect
-// (dlLibrary.Collect), which drains and empties it, and waits for that:
-// called by the emitter's sample() on the library's thread, the stage's
-// only producer. The Writer's work then runs on an ordinary goroutine, as
-// in a Go plugin, not on the library's locked thread, which hands its P
-// over and back each time the garbage collector makes it yield.
-//
-//export soStageFlush
-func soStageFlush(s *C.struct_so_stage) {
-	st := cgo.Handle(s.relay).Value().(*relay).stage.(*cStage)
-	st.full <- struct{}{}
-	<-st.emptied
-}
-
 // cStage is the emitter's stage (stage.h) for relay r.
 type cStage struct {
-	c             *C.struct_so_stage
-	r             *relay
-	full, emptied chan struct{} // soStageFlush and the collect's goroutine
+	c *C.struct_so_stage
+	r *relay
 }
 
 // empty drains the stage and empties it while its producer waits.
@@ -131,7 +116,7 @@ func (st *cStage) drain() {
 }
 
 // reset empties the stage; only while its producer waits (in
-// soStageFlush, or collect has returned).
+// so_stage_hand_over, or collect has returned).
 func (st *cStage) reset() {
 	s := st.c
 	s.n, s.nlens, s.nbytes, s.done, s.done_lens, s.done_bytes = 0, 0, 0, 0, 0, 0
