@@ -99,16 +99,19 @@ func (st *cStage) drain() {
 		lens := s.lens[s.done_lens:last.lens_end]
 		bytes := unsafe.Slice((*byte)(unsafe.Pointer(&s.bytes[0])), C.SO_STAGE_BYTES)
 		li, at := 0, int(s.done_bytes)
+		// On the stack (ValueBytes keeps none of it): slices of C memory
+		// written into a heap slice would cost the garbage collector's
+		// write barrier two lookups per label value while it marks.
+		var stack [8][]byte
 		for i := range entries {
 			e := &entries[i]
 			d := r.descs[e.family] // family range, type and label count checked in C
-			lv := r.lvb[:0]
+			lv := stack[:0]
 			for end := int(e.lens_end - s.done_lens); li < end; li++ {
 				l := int(lens[li])
 				lv = append(lv, bytes[at:at+l:at+l])
 				at += l
 			}
-			r.lvb = lv
 			r.w.ValueBytes(d, float64(e.value), lv)
 		}
 	}

@@ -45,7 +45,6 @@ type relay struct {
 	errs     map[string]bool
 	more     int // partial errors beyond maxErrorsPerCollect
 	lv       []string
-	lvb      [][]byte // the stage's label values (emit.go's drain)
 	interned map[string]string
 	stage    stage // the emitter's (cgo builds), from the first collect on
 }
