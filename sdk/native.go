@@ -96,7 +96,7 @@ func (w *Writer) NativeHistogram(d *Desc, h NativeHistogram, labelValues ...stri
 		w.misuse(d, fmt.Errorf("native histogram %s: %w", d.Name, err))
 		return
 	}
-	c := w.chunk(d, Histogram, len(labelValues), h.Bounds, true)
+	c := w.chunk(d, Histogram, labelValues, h.Bounds, true)
 	if c == nil {
 		return
 	}

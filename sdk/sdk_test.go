@@ -479,37 +479,3 @@ func TestConsecutiveCollectsShareNothing(t *testing.T) {
 		t.Fatalf("after a Configure with an allowlist of demo_bytes_total: %v", third)
 	}
 }
-
-// ValueBytes writes what Counter and Gauge would from the same values,
-// though the caller overwrites its buffer after every call (the Writer
-// copies what it keeps), and reports a histogram written through it as
-// misuse.
-func TestValueBytes(t *testing.T) {
-	d := &demo{collectFn: func(w *sdk.Writer) error {
-		buf := make([]byte, 0, 16)
-		for i := range 3 {
-			buf = append(buf[:0], "dev"+itoa(i)...)
-			w.ValueBytes(bytesDesc, float64(i), [][]byte{buf})
-			buf = append(buf[:0], "sensor"+itoa(i)...)
-			w.ValueBytes(tempDesc, 20+float64(i), [][]byte{buf})
-			copy(buf[:cap(buf)], "################")
-		}
-		w.ValueBytes(latDesc, 1, [][]byte{[]byte("op")})
-		return nil
-	}}
-	var res *sdktest.Result
-	run := failtest.Run(t, func(tb *failtest.TB) { res = sdktest.Run(tb, d, sdktest.Options{}) })
-	run.Expect(t, "declared histogram but written as a single value (ValueBytes)")
-	got := res.Text(t)
-	for _, want := range []string{
-		`demo_bytes_total{dev="dev0"} 0`, `demo_bytes_total{dev="dev1"} 1`, `demo_bytes_total{dev="dev2"} 2`,
-		`demo_temperature_celsius{sensor="sensor0"} 20`, `demo_temperature_celsius{sensor="sensor2"} 22`,
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("no %s in\n%s", want, got)
-		}
-	}
-	if strings.Contains(got, `="#`) || strings.Contains(got, `op="op"`) {
-		t.Errorf("written:\n%s", got)
-	}
-}

@@ -150,29 +150,8 @@ func (w *Writer) Untyped(d *Desc, value float64, labelValues ...string) {
 }
 
 func (w *Writer) value(d *Desc, typ Type, value float64, lv []string) {
-	if c := w.chunk(d, typ, len(lv), nil, false); c != nil {
+	if c := w.chunk(d, typ, lv, nil, false); c != nil {
 		w.enc.AddValue(c, lv, value)
-	}
-}
-
-// ValueBytes writes one sample of a counter, gauge or untyped family, of
-// the type d declares, with its label values as bytes. The Writer copies a
-// value only when its current batch does not hold it already, and keeps
-// none of labelValues' memory: the caller may reuse it once ValueBytes
-// returns. It is for a producer whose label values are not Go strings to
-// begin with (plexporter-so's C collectors write theirs from C memory):
-// making a string of each would copy every value, and Counter, Gauge and
-// Untyped remain the way for values that are strings.
-func (w *Writer) ValueBytes(d *Desc, value float64, labelValues [][]byte) {
-	typ := d.Type
-	if typ != Counter && typ != Gauge && typ != Untyped {
-		if w.state(d).on {
-			w.misuse(d, fmt.Errorf("family %s is declared %s but written as a single value (ValueBytes)", d.Name, d.Type))
-		}
-		return
-	}
-	if c := w.chunk(d, typ, len(labelValues), nil, false); c != nil {
-		w.enc.AddValueBytes(c, labelValues, value)
 	}
 }
 
@@ -184,7 +163,7 @@ func (w *Writer) Histogram(d *Desc, bounds []float64, cumulative []uint64, count
 		w.misuse(d, fmt.Errorf("histogram %s: %d bounds but %d bucket counts", d.Name, len(bounds), len(cumulative)))
 		return
 	}
-	if c := w.chunk(d, Histogram, len(labelValues), bounds, false); c != nil {
+	if c := w.chunk(d, Histogram, labelValues, bounds, false); c != nil {
 		w.enc.AddHistogram(c, labelValues, cumulative, count, sum)
 	}
 }
@@ -195,15 +174,14 @@ func (w *Writer) Summary(d *Desc, quantiles, values []float64, count uint64, sum
 		w.misuse(d, fmt.Errorf("summary %s: %d quantiles but %d values", d.Name, len(quantiles), len(values)))
 		return
 	}
-	if c := w.chunk(d, Summary, len(labelValues), quantiles, false); c != nil {
+	if c := w.chunk(d, Summary, labelValues, quantiles, false); c != nil {
 		w.enc.AddSummary(c, labelValues, values, count, sum)
 	}
 }
 
-// chunk returns the chunk the sample goes to, or nil if it is dropped; it
-// has nLabels label values. native says the sample is a native histogram
-// (NativeHistogram).
-func (w *Writer) chunk(d *Desc, typ Type, nLabels int, bounds []float64, native bool) *pluginv1.FamilyChunk {
+// chunk returns the chunk the sample goes to, or nil if it is dropped.
+// native says the sample is a native histogram (NativeHistogram).
+func (w *Writer) chunk(d *Desc, typ Type, lv []string, bounds []float64, native bool) *pluginv1.FamilyChunk {
 	st := w.state(d)
 	if !st.on || w.enc.SendErr() != nil {
 		return nil
@@ -212,8 +190,8 @@ func (w *Writer) chunk(d *Desc, typ Type, nLabels int, bounds []float64, native 
 		w.misuse(d, fmt.Errorf("family %s is declared %s but written as %s", d.Name, d.Type, typ))
 		return nil
 	}
-	if nLabels != len(d.Labels) {
-		w.misuse(d, fmt.Errorf("family %s has %d label names but a sample has %d values", d.Name, len(d.Labels), nLabels))
+	if len(lv) != len(d.Labels) {
+		w.misuse(d, fmt.Errorf("family %s has %d label names but a sample has %d values", d.Name, len(d.Labels), len(lv)))
 		return nil
 	}
 	if c := w.enc.Chunk(st.h, bounds, native); c != nil {

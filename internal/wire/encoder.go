@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
-	"unsafe"
 
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
@@ -74,24 +73,7 @@ type Encoder struct {
 	lastH  *Header
 	lastC  *pluginv1.FamilyChunk
 	values []valueCache
-
-	// Label values given as bytes (AddValueBytes) that the table did not
-	// hold yet, copied into blocks of copyBlock bytes: block is the one
-	// being filled, used every one filled in this batch, free those a sent
-	// batch no longer needs (when it recycles).
-	block      []byte
-	used, free [][]byte
 }
-
-// copyBlock is the size of the blocks AddValueBytes copies new label
-// values into: a small object, so that a pointer to one takes the garbage
-// collector's fast path when a write barrier records it (a pointer into
-// one large allocation per batch did not, measured in plexporter-so,
-// docs/performance.md). Longer values get an allocation of their own.
-const (
-	copyBlock    = 512
-	copyBlockMax = copyBlock / 4
-)
 
 // valueCache is one label position's cache of interned values: slot
 // valueSlot(v) holds v's table index if v is what it holds. An empty slot
@@ -168,18 +150,6 @@ func (e *Encoder) reset() {
 	}
 	clear(e.strings)
 	e.strings[""] = 0
-	// The sent batch's table was its only user of the copied values: with
-	// recycle it has been serialised and its blocks are free again; without,
-	// send may keep the batch, and the blocks stay with it.
-	if e.block != nil {
-		e.used = append(e.used, e.block)
-		e.block = nil
-	}
-	if e.recycle {
-		e.free = append(e.free, e.used...)
-	}
-	clear(e.used)
-	e.used = e.used[:0]
 	clear(e.chunks)
 	e.lastH, e.lastC = nil, nil
 	clear(e.values)
@@ -301,70 +271,6 @@ func (e *Encoder) intern(s string) uint32 {
 	return i
 }
 
-// internBytes is intern for a value given as bytes, copied (copyString)
-// only when the table does not hold it yet; it returns the table's string
-// too, which stays valid until the batch is sent.
-func (e *Encoder) internBytes(b []byte) (uint32, string) {
-	if i, ok := e.strings[string(b)]; ok { // no copy: the compiler looks up b's bytes
-		return i, TableString(e.batch.Strings[i])
-	}
-	s := e.copyString(b)
-	i := uint32(len(e.batch.Strings))
-	e.batch.Strings = append(e.batch.Strings, TableEntry(s))
-	e.strings[s] = i
-	e.bytes += len(s) + 6
-	return i, s
-}
-
-// copyString copies b, not empty, into the batch's blocks and returns the
-// copy as a string; nothing writes a block's bytes again until the batch
-// that holds them is sent (reset).
-func (e *Encoder) copyString(b []byte) string {
-	if len(b) > copyBlockMax {
-		return string(b)
-	}
-	if len(e.block)+len(b) > cap(e.block) {
-		if e.block != nil {
-			e.used = append(e.used, e.block)
-		}
-		if n := len(e.free); n > 0 {
-			e.block = e.free[n-1][:0]
-			e.free[n-1] = nil
-			e.free = e.free[:n-1]
-		} else {
-			e.block = make([]byte, 0, copyBlock)
-		}
-	}
-	at := len(e.block)
-	e.block = append(e.block, b...)
-	return unsafe.String(&e.block[at], len(b))
-}
-
-// viewString is b as a string without copying, for a comparison or a
-// lookup that does not keep it.
-func viewString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-// labelValuesBytes is labelValues for values given as bytes.
-func (e *Encoder) labelValuesBytes(c *pluginv1.FamilyChunk, lv [][]byte) {
-	for len(e.values) < min(len(lv), cachedLabels) {
-		e.values = append(e.values, valueCache{})
-	}
-	for j, b := range lv {
-		if j >= cachedLabels {
-			i, _ := e.internBytes(b)
-			c.LabelValues = append(c.LabelValues, i)
-			continue
-		}
-		v := viewString(b)
-		slot := &e.values[j][valueSlot(v)]
-		if slot.s != v {
-			slot.ref, slot.s = e.internBytes(b)
-		}
-		c.LabelValues = append(c.LabelValues, slot.ref)
-	}
-	e.bytes += 5 * len(lv)
-}
-
 func (e *Encoder) labelValues(c *pluginv1.FamilyChunk, lv []string) {
 	for len(e.values) < min(len(lv), cachedLabels) {
 		e.values = append(e.values, valueCache{})
@@ -386,15 +292,6 @@ func (e *Encoder) labelValues(c *pluginv1.FamilyChunk, lv []string) {
 // AddValue appends a counter, gauge or untyped sample to c.
 func (e *Encoder) AddValue(c *pluginv1.FamilyChunk, lv []string, value float64) {
 	e.labelValues(c, lv)
-	c.Values = append(c.Values, value)
-	e.sampleDone(9)
-}
-
-// AddValueBytes is AddValue with the label values as bytes: a value the
-// batch's table does not hold yet is copied, and none of lv's memory is
-// kept, so the caller may reuse it once AddValueBytes returns.
-func (e *Encoder) AddValueBytes(c *pluginv1.FamilyChunk, lv [][]byte, value float64) {
-	e.labelValuesBytes(c, lv)
 	c.Values = append(c.Values, value)
 	e.sampleDone(9)
 }

@@ -18,6 +18,7 @@ extern int soEmitSample(struct so_stage *s, uint32_t family, char **lv, uint32_t
 extern int soEmitHistogram(struct so_stage *s, uint32_t family, char **lv, uint32_t n, double *bounds,
                            uint64_t *cumulative, uint32_t nb, uint64_t count, double sum);
 extern void soEmitError(struct so_stage *s, char *msg);
+extern void soStageFlush(struct so_stage *s);
 extern void soLibraryThread(uintptr_t lib);
 
 // Address space, not memory: RLIMIT_DATA counts every thread's whole stack,
@@ -70,44 +71,6 @@ static const struct plexporter_collector_info *so_call_info(void *f) { return ((
 static int so_call_configure(void *f, const char *json, char **err) { return ((so_configure_fn)f)(json, err); }
 static void so_call_free(void *f, void *p) { ((so_free_fn)f)(p); }
 
-// so_stage_hand_over hands the full stage to the goroutine waiting for
-// the collect (so_stage_next) and waits until it is drained and empty;
-// on the library's thread, the stage's only producer.
-static void so_stage_hand_over(struct so_stage *s) {
-	pthread_mutex_lock(&s->mu);
-	s->full = 1;
-	pthread_cond_signal(&s->ready);
-	while (s->full)
-		pthread_cond_wait(&s->emptied, &s->mu);
-	pthread_mutex_unlock(&s->mu);
-}
-
-// so_stage_next is the collect's goroutine: it hands back the stage it
-// drained, if it did (emptied), then waits until the producer hands it a
-// full one (returns 1) or collect returns (returns 0, rc in *rc).
-static int so_stage_next(struct so_stage *s, int emptied, int *rc) {
-	pthread_mutex_lock(&s->mu);
-	if (emptied) {
-		s->full = 0;
-		pthread_cond_signal(&s->emptied);
-	}
-	while (!s->full && !s->returned)
-		pthread_cond_wait(&s->ready, &s->mu);
-	int full = s->full;
-	*rc = s->rc;
-	pthread_mutex_unlock(&s->mu);
-	return full;
-}
-
-// so_stage_begin readies s for a collect, before it is started.
-static void so_stage_begin(struct so_stage *s) {
-	pthread_mutex_lock(&s->mu);
-	s->full = 0;
-	s->returned = 0;
-	s->rc = 0;
-	pthread_mutex_unlock(&s->mu);
-}
-
 // The emitter's functions. sample() stages what the catalogue admits
 // (stage.h) and calls into Go only when the stage is full; everything else
 // (a refusal, a stopped collect, another thread, histograms, errors) takes
@@ -131,7 +94,7 @@ static int so_emit_sample(void *ctx, uint32_t family, const char *const *lv, uin
 	if (total > SO_STAGE_BYTES)
 		return soEmitSample(s, family, (char **)lv, n, value);
 	if (s->n == SO_STAGE_SAMPLES || s->nlens + n > SO_STAGE_LABELS || s->nbytes + total > SO_STAGE_BYTES) {
-		so_stage_hand_over(s);
+		soStageFlush(s);
 		if (__atomic_load_n(&s->stopped, __ATOMIC_ACQUIRE))
 			return soEmitSample(s, family, (char **)lv, n, value);
 	}
@@ -159,27 +122,13 @@ static const struct plexporter_emitter so_emitter = {
 	PLEXPORTER_COLLECTOR_ABI_VERSION, so_emit_sample, so_emit_histogram, so_emit_error,
 };
 
-// so_call_collect runs a collect with s, emptied, as the emitter's ctx,
-// and tells so_stage_next when it returns.
-static void so_call_collect(void *f, struct so_stage *s, int64_t deadline) {
+// so_call_collect runs a collect with s, emptied, as the emitter's ctx.
+static int so_call_collect(void *f, struct so_stage *s, int64_t deadline) {
 	s->thread = pthread_self();
-	int rc = ((so_collect_fn)f)(&so_emitter, s, deadline);
-	pthread_mutex_lock(&s->mu);
-	s->returned = 1;
-	s->rc = rc;
-	pthread_cond_signal(&s->ready);
-	pthread_mutex_unlock(&s->mu);
+	return ((so_collect_fn)f)(&so_emitter, s, deadline);
 }
 
-static struct so_stage *so_new_stage(void) {
-	struct so_stage *s = calloc(1, sizeof(struct so_stage));
-	if (s && (pthread_mutex_init(&s->mu, NULL) != 0 || pthread_cond_init(&s->ready, NULL) != 0 ||
-	          pthread_cond_init(&s->emptied, NULL) != 0)) {
-		free(s); // never initialised in part on Linux: these cannot fail with default attributes
-		return NULL;
-	}
-	return s;
-}
+static struct so_stage *so_new_stage(void) { return calloc(1, sizeof(struct so_stage)); }
 
 // Label name i of a family, or NULL when the family has no array of them.
 static const char *so_label(const struct plexporter_family *f, uint32_t i) {
@@ -360,16 +309,20 @@ func (l *dlLibrary) Configure(json string) error {
 // emitter fills it and once collect returns.
 func (l *dlLibrary) Collect(r *relay, deadline time.Time) error {
 	st := l.stageFor(r)
-	C.so_stage_begin(st.c)
-	l.calls <- func() { C.so_call_collect(l.collect, st.c, C.int64_t(monotonic(deadline))) }
-	// Waiting in C (so_stage_next), not on a channel: the library's thread
-	// hands each full stage over without calling into Go.
 	var rc C.int
-	for emptied := C.int(0); ; emptied = 1 {
-		full := C.so_stage_next(st.c, emptied, &rc)
-		st.empty()
-		if full == 0 {
-			break
+	done := make(chan struct{})
+	l.calls <- func() {
+		rc = C.so_call_collect(l.collect, st.c, C.int64_t(monotonic(deadline)))
+		close(done)
+	}
+	for waiting := true; waiting; {
+		select {
+		case <-st.full:
+			st.empty()
+			st.emptied <- struct{}{}
+		case <-done:
+			st.empty()
+			waiting = false
 		}
 	}
 	if rc != 0 {
@@ -397,7 +350,7 @@ func (l *dlLibrary) stageFor(r *relay) *cStage {
 			c.kind[i] = C.uint8_t(len(d.Labels))
 		}
 	}
-	l.stage = &cStage{c: c, r: r}
+	l.stage = &cStage{c: c, r: r, full: make(chan struct{}), emptied: make(chan struct{})}
 	r.mu.Lock()
 	r.stage = l.stage
 	r.mu.Unlock()

@@ -64,10 +64,25 @@ func soEmitError(s *C.struct_so_stage, msg *C.char) {
 	r.reportError(C.GoString(msg))
 }
 
+// soStageFlush hands a full stage to the goroutine waiting for the collect
+// (dlLibrary.Collect), which drains and empties it, and waits for that:
+// called by the emitter's sample() on the library's thread, the stage's
+// only producer. The Writer's work then runs on an ordinary goroutine, as
+// in a Go plugin, not on the library's locked thread, which hands its P
+// over and back each time the garbage collector makes it yield.
+//
+//export soStageFlush
+func soStageFlush(s *C.struct_so_stage) {
+	st := cgo.Handle(s.relay).Value().(*relay).stage.(*cStage)
+	st.full <- struct{}{}
+	<-st.emptied
+}
+
 // cStage is the emitter's stage (stage.h) for relay r.
 type cStage struct {
-	c *C.struct_so_stage
-	r *relay
+	c             *C.struct_so_stage
+	r             *relay
+	full, emptied chan struct{} // soStageFlush and the collect's goroutine
 }
 
 // empty drains the stage and empties it while its producer waits.
@@ -93,33 +108,38 @@ func (st *cStage) drain() {
 	entries := s.entries[from:n]
 	last := &entries[len(entries)-1]
 	if r.w != nil {
-		// The label values are handed to the Writer where they lie, in the
-		// stage: it copies those its batch does not hold yet, and keeps no
-		// reference to the stage, which the producer refills after this.
+		// One allocation for the label values of every drained sample: the
+		// strings share it, and nothing writes it after this copy (the
+		// Writer's encoder keeps them until its batch is sent).
+		var slab []byte
+		if b := int(last.bytes_end - s.done_bytes); b > 0 {
+			slab = make([]byte, b)
+			copy(slab, unsafe.Slice((*byte)(unsafe.Pointer(&s.bytes[s.done_bytes])), b))
+		}
 		lens := s.lens[s.done_lens:last.lens_end]
-		bytes := unsafe.Slice((*byte)(unsafe.Pointer(&s.bytes[0])), C.SO_STAGE_BYTES)
-		li, at := 0, int(s.done_bytes)
-		// On the stack (ValueBytes keeps none of it): slices of C memory
-		// written into a heap slice would cost the garbage collector's
-		// write barrier two lookups per label value while it marks.
-		var stack [8][]byte
+		li, at := 0, 0
 		for i := range entries {
 			e := &entries[i]
 			d := r.descs[e.family] // family range, type and label count checked in C
-			lv := stack[:0]
+			lv := r.lv[:0]
 			for end := int(e.lens_end - s.done_lens); li < end; li++ {
 				l := int(lens[li])
-				lv = append(lv, bytes[at:at+l:at+l])
-				at += l
+				v := ""
+				if l > 0 {
+					v = unsafe.String(&slab[at], l)
+					at += l
+				}
+				lv = append(lv, v)
 			}
-			r.w.ValueBytes(d, float64(e.value), lv)
+			r.lv = lv
+			r.write(d, float64(e.value), lv)
 		}
 	}
 	s.done, s.done_lens, s.done_bytes = C.uint32_t(n), last.lens_end, last.bytes_end
 }
 
 // reset empties the stage; only while its producer waits (in
-// so_stage_hand_over, or collect has returned).
+// soStageFlush, or collect has returned).
 func (st *cStage) reset() {
 	s := st.c
 	s.n, s.nlens, s.nbytes, s.done, s.done_lens, s.done_bytes = 0, 0, 0, 0, 0, 0

@@ -12,12 +12,6 @@
  * read them from another thread (the plugin giving up) while the producer
  * writes past n. Only the producer resets the stage, inside a drain it
  * called itself, so no reader is in it then.
- *
- * A full stage changes hands in C, under mu: the producer sets full and
- * waits on emptied; the goroutine waiting for the collect, in a C call
- * (so_stage_next), wakes on ready, drains, clears full and signals. The
- * collect's return sets returned (and rc) the same way. No Go callback and
- * no Go scheduler hand-off per stage: two threads and a futex each way.
  */
 #ifndef PLEXPORTER_SO_STAGE_H
 #define PLEXPORTER_SO_STAGE_H
@@ -48,12 +42,6 @@ struct so_stage {
 	uint32_t nlens, nbytes;  /* the producer's cursors */
 	uint32_t done;           /* entries drained (under the relay's mutex) */
 	uint32_t done_lens, done_bytes;
-	pthread_mutex_t mu;     /* full, returned, rc */
-	pthread_cond_t ready;   /* full or returned set: the collect's goroutine */
-	pthread_cond_t emptied; /* full cleared: the producer */
-	uint32_t full;          /* the producer waits for the stage to be drained */
-	uint32_t returned;      /* collect has returned rc */
-	int rc;
 	uint8_t kind[SO_STAGE_FAMILIES]; /* label count of a value family, or SO_STAGE_NOT_VALUE */
 	struct so_entry entries[SO_STAGE_SAMPLES];
 	uint32_t lens[SO_STAGE_LABELS];
