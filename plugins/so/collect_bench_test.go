@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -26,7 +27,8 @@ const benchSeries = 100_000
 // batches are encoded and thrown away, three ways in the same run:
 //
 //   - so: testdata/series.c, a C collector, emitting 100k gauges with two
-//     labels through the emitter and the relay;
+//     labels through the emitter and the relay, at plexporter-so's GOGC
+//     (gcPercent);
 //   - go: the same 100k gauges written by Go code through the Writer (the
 //     baseline the ratio in docs/performance.md is taken against);
 //   - go-workload: the bench harness's workload (internal/dev/bench/benchplugin's
@@ -71,6 +73,9 @@ func BenchmarkCollect100k(b *testing.B) {
 	}
 
 	b.Run("so", func(b *testing.B) {
+		// The garbage collector's setting plexporter-so runs with (gc.go,
+		// main); the Go cases run at the default, as a Go plugin does.
+		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
 		p := newPlugin()
 		so := testSO(b, b.TempDir(), "series")
 		if err := p.Configure(context.Background(), sdktest.Config(b, map[string]any{

@@ -10,4 +10,7 @@ package main
 
 import "github.com/plexporter/plexporter/sdk"
 
-func main() { sdk.Serve(newPlugin()) }
+func main() {
+	tuneGC()
+	sdk.Serve(newPlugin())
+}
