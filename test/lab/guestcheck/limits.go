@@ -419,3 +419,41 @@ func checkLimitsNoWarning(l *lab) error {
 	l.note("no %q line in %d host logs", notEnforced, len(logs))
 	return errors.Join(errs...)
 }
+
+// checkLimitsCPUDemotion: a plugin flooding its log past the host's log
+// budget is demoted on cgroup v2 — its group's cpu.weight goes to 1, the
+// kernel's minimum — while a quiet plugin beside it keeps 10, and the
+// host says so in plexporter_plugin_cpu_demoted (issue 28; the host's
+// tests read v1's cpu.shares, this is the v2 file on a real kernel).
+func checkLimitsCPUDemotion(l *lab) error {
+	manifest := probeManifest("{memory: 96MiB}")
+	h, err := startLimitsHost("demotion", map[string]string{"flooder": manifest, "calm": manifest},
+		"  flooder: {config: {log_flood: true}}\n  calm: {config: {}}\n")
+	if err != nil {
+		return err
+	}
+	defer h.stop()
+	e, err := h.waitFor(180*time.Second, "the flooder demoted, the calm plugin not", func(e exposition) bool {
+		f, _ := e.value("plexporter_plugin_cpu_demoted", "plugin", "flooder")
+		c, err := e.value("plexporter_plugin_cpu_demoted", "plugin", "calm")
+		return f == 1 && err == nil && c == 0
+	})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for p, want := range map[string]string{"flooder": "1", "calm": "10"} {
+		g, err := h.group(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if w, err := cgroupFile(g, "cpu.weight"); err != nil || w != want {
+			errs = append(errs, fmt.Errorf("%s (%s)/cpu.weight = %q (%v), want %q", p, g, w, err, want))
+		}
+	}
+	dropped, _ := e.value("plexporter_plugin_log_dropped_total", "plugin", "flooder")
+	demotions, _ := e.value("plexporter_plugin_cpu_demotions_total", "plugin", "flooder")
+	l.note("log flooder: %v log lines dropped, demoted %v time(s), cpu.weight 1 beside the calm plugin's 10", dropped, demotions)
+	return errors.Join(errs...)
+}

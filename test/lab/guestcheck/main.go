@@ -172,6 +172,7 @@ func allChecks(ready time.Duration, rxe int) []check {
 		{name: "limits/pids", run: checkLimitsPids},
 		{name: "limits/memory-shm", run: checkLimitsMemoryShm},
 		{name: "limits/cpu", run: checkLimitsCPU},
+		{name: "limits/cpu-demotion", run: checkLimitsCPUDemotion},
 		{name: "limits/no-warning", run: checkLimitsNoWarning},
 		// Last: a dentry reclaim broke procfs reads through Landlock rules
 		// for the rest of the run (README Findings 2, fixed in the

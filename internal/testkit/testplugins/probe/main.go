@@ -74,6 +74,10 @@ type config struct {
 	// bytes written and the failure (limits.file_size, RLIMIT_FSIZE).
 	WriteFile string `json:"write_file"`
 	WriteMiB  int    `json:"write_mib"`
+	// Write log lines to fd 2 as fast as the pipe takes them, from
+	// Configure on (issue 28 item 2: the host's log budget drops them and
+	// demotes the plugin).
+	LogFlood bool `json:"log_flood"`
 }
 
 var (
@@ -142,6 +146,18 @@ func (p *probe) Info() sdk.Info {
 func (p *probe) Configure(_ context.Context, c sdk.Config) error {
 	if err := c.Decode(&p.cfg); err != nil {
 		return err
+	}
+	if p.cfg.LogFlood {
+		go func() {
+			// fd 2 itself: after Serve, os.Stderr is go-plugin's stdio
+			// stream, which the log budget does not see.
+			line := []byte("probe: log flood " + strings.Repeat("x", 100) + "\n")
+			for {
+				if _, err := syscall.Write(2, line); err != nil && err != syscall.EINTR {
+					return
+				}
+			}
+		}()
 	}
 	for i := 0; i < p.cfg.Spin; i++ {
 		go func() {
