@@ -224,7 +224,7 @@ type ownerSource struct {
 func (s *Scraper) owners() *guard.Owners {
 	var src []ownerSource
 	for _, sup := range s.fleet.Supervisors() {
-		if info := sup.Status().Info; info != nil {
+		if info := sup.Info(); info != nil { // not Status: no cgroup reads
 			src = append(src, ownerSource{sup.Plugin().Name, sup.Settings().MetricPrefix, info})
 		}
 	}

@@ -243,7 +243,17 @@ func (s *Supervisor) Stop() {
 // Status says which.
 func (s *Supervisor) FirstAttempt() <-chan struct{} { return s.first }
 
-// Status returns a snapshot.
+// Info returns the plugin's last Info answer (nil before the first). It
+// is Status().Info without reading the plugin's cgroup counters, which
+// Status does on every call: a scrape asks it of every plugin for the
+// families' ownership.
+func (s *Supervisor) Info() *pluginv1.InfoResponse {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status.Info
+}
+
+// Status returns a snapshot, the plugin's cgroup counters read now.
 func (s *Supervisor) Status() Status {
 	s.mu.Lock()
 	st := s.status
@@ -460,7 +470,7 @@ func (s *Supervisor) start(ctx context.Context) (*launch.Process, error) {
 	s.timeouts = 0
 	s.mu.Unlock()
 	s.become(Running, "")
-	info := s.Status().Info
+	info := s.Info()
 	s.log.Info("plugin started", "version", info.GetVersion(), "api_version", info.GetApiVersion(), "pid", proc.PID())
 	return proc, nil
 }
