@@ -40,33 +40,16 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/plexporter/plexporter/internal/dev/proctree"
 )
 
-// cpuMS is a process's CPU clock in ms (clock_getcpuclockid(pid):
-// MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)); 0 when it has exited.
+// cpuMS is a process's CPU clock in ms; 0 when it has exited.
 func cpuMS(pid int) float64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(int32(^pid<<3|2), &ts); err != nil {
+	s, err := proctree.CPU(pid)
+	if err != nil {
 		return 0
 	}
-	return float64(ts.Sec)*1e3 + float64(ts.Nsec)/1e6
-}
-
-// descendants are the processes below pid (launcher and plugin).
-func descendants(pid int) []int {
-	var out []int
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	for _, t := range tasks {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
-		for _, f := range strings.Fields(string(b)) {
-			if c, err := strconv.Atoi(f); err == nil {
-				out = append(out, c)
-				out = append(out, descendants(c)...)
-			}
-		}
-	}
-	return out
+	return s * 1e3
 }
 
 // switches is the number of context switches of pid's threads.
@@ -163,7 +146,7 @@ func start(work string, i int, spec, extra string) (*host, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	h.plugins = descendants(cmd.Process.Pid)
+	h.plugins = proctree.Descendants(cmd.Process.Pid)
 	return h, nil
 }
 
