@@ -723,7 +723,7 @@ func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 			rejected, why = n-w, fmt.Sprintf("X-Prometheus-Remote-Write-Samples-Written and -Histograms-Written: %d of %d", w, n)
 		}
 	default:
-		_, err = p.api.Write(ctx, remote.WriteV1MessageType, req, remote.WithWriteRetryCallback(retry))
+		err = p.rw1Write(ctx, req, retry)
 	}
 	code := int(p.status.code.Load())
 	p.mu.Lock()
