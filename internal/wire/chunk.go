@@ -109,3 +109,22 @@ func (c Chunk) SeriesPerSample() int { return seriesPerSample(c.c.Type, c.nb) }
 
 // Series is the number of series the whole chunk exposes.
 func (c Chunk) Series() int { return c.Len() * c.SeriesPerSample() }
+
+// The chunk's columns that say which series it holds, for a caller that
+// recognises a chunk whose series are those of a chunk of an earlier batch
+// (the push's flatten): equal string tables, name, label names, label
+// values (and bounds, Keep) mean the same series. The slices alias the
+// batch: do not modify them.
+
+// StringTable is the batch's string table, which every index resolves in.
+func (c Chunk) StringTable() [][]byte { return c.b.Strings }
+
+// NameRef is the string-table index of the family name.
+func (c Chunk) NameRef() uint32 { return c.c.Name }
+
+// LabelNameRefs are the string-table indexes of the label names.
+func (c Chunk) LabelNameRefs() []uint32 { return c.c.LabelNames }
+
+// AllLabelRefs are the label-value indexes of every sample, sample after
+// sample (LabelRefs of each in turn).
+func (c Chunk) AllLabelRefs() []uint32 { return c.c.LabelValues }

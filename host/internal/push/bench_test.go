@@ -116,7 +116,7 @@ func TestRingMemoryOfAnHour(t *testing.T) {
 // set beside expose's BenchmarkHostPipeline (one scrape's): decode the
 // plugin's messages, merge through the guard, convert (expose.ToDTO),
 // flatten into the ring (the series known from the last push), and build,
-// marshal and snappy-encode every request.
+// marshal and snappy-encode every request as rw1Write does.
 //
 //	go test ./host/internal/push -run '^$' -bench PushPipeline -count 6
 func BenchmarkPushPipeline(b *testing.B) {
@@ -126,13 +126,14 @@ func BenchmarkPushPipeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	var bytes int
+	rawp, zp := new([]byte), new([]byte)
 	b.ReportAllocs()
 	for b.Loop() {
 		p.Snapshot(context.Background())
 		bytes = 0
 		for len(p.ring) > 0 {
 			n := min(p.cfg.MaxSamplesPerSend, p.ring[0].unsent())
-			raw, err := writeEncode(vt{p.request(p.ring[0], n)})
+			raw, err := rw1Body(p.request(p.ring[0], n), rawp, zp)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -186,7 +187,7 @@ func BenchmarkPushPipelineProtocols(b *testing.B) {
 var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // writeEncode is what client_golang's remote.API.Write does with a
-// request before posting it: Size and MarshalToSizedBuffer (the VT methods
+// remote write 2.0 request before posting it: Size and MarshalToSizedBuffer (the VT methods
 // for remote write 2.0's types) into a pooled buffer, snappy.Encode into
 // another. The result is valid until the next call.
 func writeEncode(msg interface {
@@ -210,13 +211,6 @@ func writeEncode(msg interface {
 	*comp = (*comp)[:cap(*comp)]
 	return snappy.Encode(*comp, *buf), nil
 }
-
-// vt gives a gogo-style request (Size, MarshalToSizedBuffer) the names
-// writeEncode takes.
-type vt struct{ r *writeRequest }
-
-func (v vt) SizeVT() int                                  { return v.r.Size() }
-func (v vt) MarshalToSizedBufferVT(b []byte) (int, error) { return v.r.MarshalToSizedBuffer(b) }
 
 // pipelineSource decodes and merges the 100k-series workload's batches,
 // as the host does for each round.

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 
@@ -53,24 +54,31 @@ type writeRequest struct {
 }
 
 // sampleSize is the size of Sample{value, timestamp}: proto3 leaves out
-// zero fields (a value of -0 too, as prompb does).
+// zero fields (a value of -0 too, as prompb does). It is below 128 (at
+// most 9 + 11 bytes), so its length prefix is one byte.
 func (r *writeRequest) sampleSize(v float64) int {
-	n := 0
+	n := r.tsSize()
 	if v != 0 {
 		n += 1 + 8
-	}
-	if r.ts != 0 {
-		n += 1 + protowire.SizeVarint(uint64(r.ts))
 	}
 	return n
 }
 
-func (r *writeRequest) seriesSize(i int) int {
-	if h, ok := r.hists[i]; ok {
-		return len(r.labels[i]) + 1 + protowire.SizeBytes(len(h))
+// tsSize is the size of the samples' timestamp field (0: left out).
+func (r *writeRequest) tsSize() int {
+	if r.ts == 0 {
+		return 0
 	}
-	s := r.sampleSize(r.values[i])
-	return len(r.labels[i]) + 1 + protowire.SizeBytes(s)
+	return 1 + protowire.SizeVarint(uint64(r.ts))
+}
+
+func (r *writeRequest) seriesSize(i int) int {
+	if r.hists != nil {
+		if h, ok := r.hists[i]; ok {
+			return len(r.labels[i]) + 1 + protowire.SizeBytes(len(h))
+		}
+	}
+	return len(r.labels[i]) + 2 + r.sampleSize(r.values[i])
 }
 
 // Size is the encoded size.
@@ -83,28 +91,47 @@ func (r *writeRequest) Size() int {
 }
 
 // MarshalToSizedBuffer encodes r into buf, whose length is r.Size().
+// The timestamp field, the same in every sample, is encoded once; the
+// tags are their one-byte encodings (field 1 or 2, wire type bytes or
+// fixed64, all below 16).
 func (r *writeRequest) MarshalToSizedBuffer(buf []byte) (int, error) {
+	const (
+		tagSeries    = 1<<3 | byte(protowire.BytesType)   // WriteRequest.timeseries
+		tagSample    = 2<<3 | byte(protowire.BytesType)   // TimeSeries.samples
+		tagHistogram = 4<<3 | byte(protowire.BytesType)   // TimeSeries.histograms
+		tagValue     = 1<<3 | byte(protowire.Fixed64Type) // Sample.value
+	)
+	var tsBuf [11]byte
+	tsField := tsBuf[:0]
+	if r.ts != 0 {
+		tsField = protowire.AppendVarint(protowire.AppendTag(tsField, 2, protowire.VarintType), uint64(r.ts))
+	}
 	b := buf[:0]
 	for i, ls := range r.labels {
+		if r.hists != nil {
+			if h, ok := r.hists[i]; ok {
+				b = append(b, tagSeries)
+				b = protowire.AppendVarint(b, uint64(len(ls)+1+protowire.SizeBytes(len(h))))
+				b = append(b, ls...)
+				b = append(b, tagHistogram)
+				b = protowire.AppendBytes(b, h)
+				continue
+			}
+		}
 		v := r.values[i]
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(r.seriesSize(i)))
-		b = append(b, ls...)
-		if h, ok := r.hists[i]; ok {
-			b = protowire.AppendTag(b, 4, protowire.BytesType)
-			b = protowire.AppendBytes(b, h)
-			continue
-		}
-		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(r.sampleSize(v)))
+		ss := len(tsField)
 		if v != 0 {
-			b = protowire.AppendTag(b, 1, protowire.Fixed64Type)
-			b = protowire.AppendFixed64(b, math.Float64bits(v))
+			ss += 1 + 8
 		}
-		if r.ts != 0 {
-			b = protowire.AppendTag(b, 2, protowire.VarintType)
-			b = protowire.AppendVarint(b, uint64(r.ts))
+		b = append(b, tagSeries)
+		b = protowire.AppendVarint(b, uint64(len(ls)+2+ss))
+		b = append(b, ls...)
+		b = append(b, tagSample, byte(ss))
+		if v != 0 {
+			b = append(b, tagValue)
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 		}
+		b = append(b, tsField...)
 	}
 	if len(b) != len(buf) || (len(b) > 0 && &b[0] != &buf[0]) {
 		return 0, errors.New("push: write request size changed while encoding")

@@ -145,6 +145,7 @@ type Pusher struct {
 	spool       *spool
 	spoolErrors float64
 	last        []uint32 // ids of the last snapshot, held
+	memo        flatMemo // what the last snapshot's chunks were, and their series' ids
 	mark        []uint32 // by id: the snapshot number that last saw it
 	snaps       uint32
 	idBuf       []uint32
@@ -433,18 +434,23 @@ func (p *Pusher) take(ts time.Time, mfs []*guard.Family) {
 	p.snaps++
 	b := &snapshot{ts: ts.UnixMilli(), ids: p.idBuf[:0], values: p.valBuf[:0]}
 	pos := 0
-	flattenInfo(mfs, p.external, p.intern, func(key []byte, lb *labelBuilder, v float64, in seriesInfo) {
-		// Snapshots come in the same order, push after push: the series
-		// at this place last time is the first guess, cheaper than a
-		// lookup among every series held.
+	flattenInfo(mfs, p.external, p.intern, &p.memo, func(key []byte, lb *labelBuilder, v float64, in seriesInfo) {
+		// Snapshots come in the same order, push after push: a series
+		// of a chunk unchanged since the last snapshot is known without
+		// its key (flatMemo); else the series at this place last time is
+		// the first guess, cheaper than a lookup among every series held.
 		var id uint32
-		if pos < len(p.last) && p.tab.keys[p.last[pos]] == string(key) {
+		if lb.prev >= 0 {
+			id = p.memo.id(lb.prev)
+			p.tab.hold(id)
+		} else if pos < len(p.last) && p.tab.keys[p.last[pos]] == string(key) {
 			id = p.last[pos]
 			p.tab.hold(id)
 		} else {
 			id = p.tab.ref(key, lb.labels())
 		}
 		pos++
+		p.memo.note(id)
 		if int(id) >= len(p.mark) {
 			p.mark = append(p.mark, make([]uint32, int(id)+1-len(p.mark))...)
 		}
@@ -456,11 +462,11 @@ func (p *Pusher) take(ts time.Time, mfs []*guard.Family) {
 		p.tab.setInfo(id, in)
 		if p.priorStarts != nil && p.tab.start[id] == 0 && in.fam != nil &&
 			(in.role == roleCount || in.role == roleNative || (in.role == roleValue && in.fam.typ == pluginv1.MetricType_METRIC_TYPE_COUNTER)) {
-			if st, ok := p.priorStarts[string(key)]; ok {
+			if st, ok := p.priorStarts[p.tab.keys[id]]; ok {
 				// The series as the last run left it: its start holds
 				// while its value does not decrease (startOf).
 				p.tab.start[id], p.tab.prev[id] = st.start, st.prev
-				delete(p.priorStarts, string(key))
+				delete(p.priorStarts, p.tab.keys[id])
 			}
 		}
 		if in.role == roleNative {
@@ -825,7 +831,7 @@ func (p *Pusher) send(ctx context.Context, req any, n int) sendOutcome {
 			rejected, why = n-w, fmt.Sprintf("X-Prometheus-Remote-Write-Samples-Written and -Histograms-Written: %d of %d", w, n)
 		}
 	default:
-		_, err = p.api.Write(ctx, remote.WriteV1MessageType, req, remote.WithWriteRetryCallback(retry))
+		err = p.rw1Write(ctx, req, retry)
 	}
 	code := int(p.status.code.Load())
 	p.mu.Lock()

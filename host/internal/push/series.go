@@ -264,16 +264,25 @@ func (t *table) len() int { return len(t.byHash) + len(t.overflow) }
 // emit with its key and sorted labels, in buffers reused for the next;
 // label strings point into the plugins' batches (table.ref copies them).
 func flatten(fams []*guard.Family, external []prompb.Label, emit func(key []byte, ls []prompb.Label, v float64)) {
-	flattenInfo(fams, external, nil, func(key []byte, b *labelBuilder, v float64, _ seriesInfo) { emit(key, b.labels(), v) })
+	flattenInfo(fams, external, nil, nil, func(key []byte, b *labelBuilder, v float64, _ seriesInfo) { emit(key, b.labels(), v) })
 }
 
 // flattenInfo is flatten that also says what each series is; intern
 // returns the interned metadata of a family (nil: none kept). emit gets
 // the series' key; its sorted labels are b.labels(), made only when asked
-// for (a series the table holds already needs its key only).
-func flattenInfo(fams []*guard.Family, external []prompb.Label, intern func(*guard.Family) *famMeta, emit func(key []byte, b *labelBuilder, v float64, in seriesInfo)) {
-	b := labelBuilder{external: external, emit: emit}
-	for _, f := range fams {
+// for (a series the table holds already needs its key only). With memo
+// (nil: none), a series of a part whose series are those of the part at
+// the same place in memo's last flatten gets no key (nil): b.prev is then
+// the number of the same series in the last flatten's emit order, and the
+// caller tells memo each series' id in turn (flatMemo.note).
+func flattenInfo(fams []*guard.Family, external []prompb.Label, intern func(*guard.Family) *famMeta, memo *flatMemo, emit func(key []byte, b *labelBuilder, v float64, in seriesInfo)) {
+	b := labelBuilder{external: external, emit: emit, prev: -1}
+	var les []string
+	if memo != nil {
+		memo.begin(len(fams))
+		defer memo.end()
+	}
+	for fi, f := range fams {
 		bucket, sum, count := f.Name+"_bucket", f.Name+"_sum", f.Name+"_count"
 		if intern != nil {
 			b.fam = intern(f)
@@ -291,9 +300,21 @@ func flattenInfo(fams []*guard.Family, external []prompb.Label, intern func(*gua
 			bound = b.plan(b.bound[:0], f.LabelNames, "quantile")
 		}
 		b.bound = bound
+		if memo != nil {
+			memo.family(fi, f)
+		}
 		for pi := range f.Parts {
 			p := &f.Parts[pi]
 			c := &p.Chunk
+			b.prev = -1
+			if memo != nil {
+				b.prev = memo.part(fi, pi, f, p)
+			}
+			// le or quantile values, shared by the chunk's samples.
+			les = les[:0]
+			for _, x := range c.Bounds() {
+				les = append(les, formatFloat(x))
+			}
 			for k, n := 0, p.Samples(); k < n; k++ {
 				i := p.Index(k)
 				b.reset(c, c.LabelRefs(i))
@@ -308,7 +329,7 @@ func flattenInfo(fams []*guard.Family, external []prompb.Label, intern func(*gua
 					bounds, cum := c.Buckets(i)
 					b.first = true
 					for j, ub := range bounds {
-						b.add(bound, bucket, formatFloat(ub), float64(cum[j]), roleBucket, ub)
+						b.add(bound, bucket, les[j], float64(cum[j]), roleBucket, ub)
 					}
 					b.add(bound, bucket, "+Inf", float64(c.Count(i)), roleBucket, math.Inf(1))
 					b.add(plain, sum, "", c.Value(i), roleSum, 0)
@@ -317,7 +338,7 @@ func flattenInfo(fams []*guard.Family, external []prompb.Label, intern func(*gua
 					qs, vs := c.Quantiles(i)
 					b.first = true
 					for j, q := range qs {
-						b.add(bound, f.Name, formatFloat(q), vs[j], roleQuantile, q)
+						b.add(bound, f.Name, les[j], vs[j], roleQuantile, q)
 					}
 					b.add(plain, sum, "", c.Value(i), roleSum, 0)
 					b.add(plain, count, "", float64(c.Count(i)), roleCount, 0)
@@ -377,6 +398,9 @@ type labelBuilder struct {
 	natCount uint64
 	natSum   float64
 	emit     func(key []byte, b *labelBuilder, v float64, in seriesInfo)
+	// The current series' number in the last flatten's emit order when
+	// its part's series are the same (flatMemo), else -1.
+	prev int
 }
 
 // plan returns, in buf, the labels of a family's series whose label names
@@ -442,6 +466,12 @@ func (b *labelBuilder) value(e *plan) (string, bool) {
 // quantile} with value v.
 func (b *labelBuilder) add(p []plan, name, extraVal string, v float64, role uint8, bound float64) {
 	b.cur, b.name, b.extraVal, b.valid = p, name, extraVal, false
+	if b.prev >= 0 { // the same series as the last flatten's b.prev-th
+		b.emit(nil, b, v, seriesInfo{fam: b.fam, role: role, first: b.first, bound: bound})
+		b.prev++
+		b.first = false
+		return
+	}
 	key := b.key[:0]
 	for i := range p {
 		if val, ok := b.value(&p[i]); ok {
@@ -469,4 +499,157 @@ func (b *labelBuilder) labels() []prompb.Label {
 		b.ls, b.valid = ls, true
 	}
 	return b.ls
+}
+
+// flatMemo lets a snapshot skip building and comparing the key of every
+// series of a plugin's chunk that holds the same series as last time, the
+// usual case push after push: it remembers, for each part of the last
+// flatten (by family and part index), what makes its series (the batch's
+// string table, copied once per batch; the chunk's name, label names and
+// label values as string-table indexes; the kept samples; the bounds; the
+// family's name, type and label names), where its series began in emit
+// order, and the id the caller gave each series (note). A part equal in
+// all of these emits the same series in the same order: byte for byte
+// equal columns, no hash. The label values compared are indexes into a
+// string table compared whole, so the cost is a memory comparison of the
+// chunk's index columns and of each batch's distinct strings, not the
+// series' keys. Not used across a change of external labels (one memo per
+// pusher, whose external labels are fixed).
+type flatMemo struct {
+	parts, next  [][]partMemo // by family, by part: the last flatten's; this one's
+	ids, nextIDs []uint32     // by emit number: the last flatten's series ids; this one's
+	// This flatten's string tables by batch (the first string's address),
+	// each a copy or the last flatten's equal one.
+	tabs map[*[]byte]*stringTable
+	fam  bool // the current family is the same as at its place last time
+}
+
+// stringTable is a batch's string table, copied.
+type stringTable struct {
+	data []byte
+	end  []int // by index: where its string ends in data
+}
+
+func copyTable(strs [][]byte) *stringTable {
+	n := 0
+	for _, s := range strs {
+		n += len(s)
+	}
+	t := &stringTable{data: make([]byte, 0, n), end: make([]int, len(strs))}
+	for i, s := range strs {
+		t.data = append(t.data, s...)
+		t.end[i] = len(t.data)
+	}
+	return t
+}
+
+func (t *stringTable) equal(strs [][]byte) bool {
+	if len(strs) != len(t.end) {
+		return false
+	}
+	start := 0
+	for i, s := range strs {
+		if string(t.data[start:t.end[i]]) != string(s) {
+			return false
+		}
+		start = t.end[i]
+	}
+	return true
+}
+
+// partMemo is what made one part's series, and where they began.
+type partMemo struct {
+	tab             *stringTable
+	name            string // the family's
+	typ             pluginv1.MetricType
+	labelNames      []string // the family's
+	nameRef         uint32
+	labelNameRefs   []uint32
+	labelRefs       []uint32
+	keep            []int32
+	keepAll, native bool
+	bounds          []float64
+	start           int // emit number of its first series
+}
+
+func (m *flatMemo) begin(families int) {
+	if cap(m.next) < families {
+		m.next = make([][]partMemo, families)
+	}
+	m.next = m.next[:families]
+	m.nextIDs = m.nextIDs[:0]
+	if m.tabs == nil {
+		m.tabs = map[*[]byte]*stringTable{}
+	}
+}
+
+// end makes this flatten's memo the last one, and lets go of the
+// batches (the map's keys point into them).
+func (m *flatMemo) end() {
+	clear(m.tabs)
+	m.parts, m.next = m.next, m.parts
+	m.ids, m.nextIDs = m.nextIDs, m.ids
+}
+
+// note records the id of the series emitted next (every emit, in order).
+func (m *flatMemo) note(id uint32) { m.nextIDs = append(m.nextIDs, id) }
+
+// id is the id of the last flatten's series number j.
+func (m *flatMemo) id(j int) uint32 { return m.ids[j] }
+
+// family starts family fi of this flatten.
+func (m *flatMemo) family(fi int, f *guard.Family) {
+	m.next[fi] = m.next[fi][:0]
+	m.fam = false
+	if fi < len(m.parts) && len(m.parts[fi]) > 0 {
+		o := &m.parts[fi][0]
+		m.fam = o.name == f.Name && o.typ == f.Type && slices.Equal(o.labelNames, f.LabelNames)
+	}
+}
+
+// part records part pi of family fi, whose series are emitted next, and
+// returns the emit number of its first series in the last flatten when
+// they are the same series, else -1.
+func (m *flatMemo) part(fi, pi int, f *guard.Family, p *guard.Part) int {
+	c := &p.Chunk
+	strs := c.StringTable()
+	var key *[]byte
+	if len(strs) > 0 {
+		key = &strs[0]
+	}
+	var old *partMemo
+	if m.fam && pi < len(m.parts[fi]) {
+		old = &m.parts[fi][pi]
+	}
+	tab := m.tabs[key]
+	if tab == nil {
+		if old != nil && old.tab.equal(strs) {
+			tab = old.tab
+		} else {
+			tab = copyTable(strs)
+		}
+		m.tabs[key] = tab
+	}
+	start := len(m.nextIDs)
+	same := old != nil && old.tab == tab && old.nameRef == c.NameRef() && old.native == c.IsNative() &&
+		old.keepAll == (p.Keep == nil) && slices.Equal(old.keep, p.Keep) &&
+		slices.Equal(old.labelNameRefs, c.LabelNameRefs()) && slices.Equal(old.labelRefs, c.AllLabelRefs()) &&
+		slices.Equal(old.bounds, c.Bounds())
+	if same {
+		m.next[fi] = append(m.next[fi], *old)
+		m.next[fi][pi].start = start
+		return old.start
+	}
+	names := f.LabelNames
+	if old != nil {
+		names = old.labelNames // equal (m.fam)
+	} else {
+		names = slices.Clone(names)
+	}
+	m.next[fi] = append(m.next[fi], partMemo{
+		tab: tab, name: strings.Clone(f.Name), typ: f.Type, labelNames: names,
+		nameRef: c.NameRef(), labelNameRefs: slices.Clone(c.LabelNameRefs()), labelRefs: slices.Clone(c.AllLabelRefs()),
+		keep: slices.Clone(p.Keep), keepAll: p.Keep == nil, native: c.IsNative(), bounds: slices.Clone(c.Bounds()), start: start,
+	})
+	return -1
 }

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -8,9 +9,11 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/plexporter/plexporter/host/internal/config"
 	"github.com/plexporter/plexporter/internal/guard"
 	pluginv1 "github.com/plexporter/plexporter/proto/plexporter/plugin/v1"
 )
@@ -191,5 +194,76 @@ func TestSymbolsOfRequests(t *testing.T) {
 	c := tab.ref([]byte("c"), []prompb.Label{{Name: "__name__", Value: "m"}, {Name: "dev", Value: "c"}})
 	if got := request(c, b); !slices.Equal(got, []string{"__name__", "m", "dev", "c", "__name__", "m", "dev", "b"}) {
 		t.Fatalf("after a freed string's reuse: %q", got)
+	}
+}
+
+// TestFlatMemoSnapshotsMatchFlatten pushes a sequence of snapshots whose
+// chunks stay, change value, change label values, gain and lose series
+// and families, and take a duplicate series: each snapshot must hold what
+// flatten makes of its families (the memo's known series and the key
+// path's alike), and a repeated snapshot must be made from the memo
+// alone (no key built).
+func TestFlatMemoSnapshotsMatchFlatten(t *testing.T) {
+	dup := func(mfs []*dto.MetricFamily) []*dto.MetricFamily {
+		g := gauges("node_temp_celsius", "a", "a")
+		return append(g, mfs[1:]...)
+	}
+	rounds := [][]*dto.MetricFamily{
+		mixed("a", "b"),
+		mixed("a", "b"),
+		mixed("a", "c"),
+		append(gauges("early_family", "x"), mixed("a", "c")...),
+		append(gauges("early_family", "x"), mixed("a", "c")...),
+		mixed("a", "c"),
+		mixed("c"),
+		dup(mixed("a", "c")),
+		mixed("a", "c"),
+		mixed("a", "c"),
+	}
+	k := 0
+	p := newPusher(t, "http://127.0.0.1:1", func(context.Context) []*dto.MetricFamily {
+		mfs := rounds[k]
+		for _, mf := range mfs { // a new value each round
+			for _, m := range mf.Metric {
+				if m.Gauge != nil {
+					m.Gauge.Value = proto.Float64(float64(k) + 0.5)
+				}
+			}
+		}
+		return mfs
+	}, func(c *config.Push) { c.MaxPendingSamples = 1 << 20 })
+	for k = range rounds {
+		p.Snapshot(context.Background())
+		want := flattened(t, rounds[k], p.external)
+		b := p.ring[len(p.ring)-1]
+		if b.n < len(want) {
+			t.Fatalf("round %d: %d samples, want at least %d", k, b.n, len(want))
+		}
+		for i, w := range want {
+			got := p.tab.labels[b.ids[i]]
+			if !slices.EqualFunc(got, w.labels, func(x, y prompb.Label) bool { return x.Name == y.Name && x.Value == y.Value }) || b.values[i] != w.value {
+				t.Fatalf("round %d, series %d: %v = %v, want %v = %v", k, i, got, b.values[i], w.labels, w.value)
+			}
+		}
+		for i := len(want); i < b.n; i++ {
+			if !value.IsStaleNaN(b.values[i]) {
+				t.Errorf("round %d: sample %d (%v) beyond the snapshot's series is %v, want a staleness marker", k, i, p.tab.labels[b.ids[i]], b.values[i])
+			}
+		}
+	}
+
+	// The memo at work: the same families twice, the second flatten
+	// builds no key and numbers the series as the first.
+	fams := merged(t, mixed("a", "b"))
+	var memo flatMemo
+	for round := range 2 {
+		n := 0
+		flattenInfo(fams, nil, nil, &memo, func(key []byte, b *labelBuilder, _ float64, _ seriesInfo) {
+			if round == 1 && (key != nil || b.prev != n) {
+				t.Fatalf("second flatten, series %d: key %q, prev %d: want no key, prev %d", n, key, b.prev, n)
+			}
+			memo.note(uint32(n))
+			n++
+		})
 	}
 }
