@@ -205,6 +205,7 @@ func BenchmarkTwoTargetsPipeline(b *testing.B) {
 				}
 				ps = append(ps, p)
 			}
+			rawp, zp := new([]byte), new([]byte)
 			b.ReportAllocs()
 			cpu0 := cpuTime(b)
 			for b.Loop() {
@@ -221,7 +222,7 @@ func BenchmarkTwoTargetsPipeline(b *testing.B) {
 				for _, p := range ps {
 					for len(p.ring) > 0 {
 						n := min(p.cfg.MaxSamplesPerSend, p.ring[0].unsent())
-						if _, err := writeEncode(vt{p.request(p.ring[0], n)}); err != nil {
+						if _, err := rw1Body(p.request(p.ring[0], n), rawp, zp); err != nil {
 							b.Fatal(err)
 						}
 						p.advance(p.ring[0], n)
