@@ -182,7 +182,8 @@ $(TOOLS)/apidiff:
 
 ## bench: build, then run the performance harness (internal/dev/bench,
 ##        ~8 min on 2 cores, 5 of them scenario 8): medians and same-run ratios
-##        as markdown on stdout and in docs/performance.md. Harness flags go in
+##        as markdown on stdout and between the markers of docs/performance.md
+##        (its hand-written sections are kept). Harness flags go in
 ##        BENCH_FLAGS, e.g. BENCH_FLAGS='-scenarios 1 -sizes 100000', or
 ##        BENCH_FLAGS='-scenarios 8 -out=' (textfile vs node_exporter only, to stdout).
 BENCH_FLAGS ?=

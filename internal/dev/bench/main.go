@@ -1,5 +1,6 @@
 // Command bench measures plexporter side by side with the exporters it
-// replaces and writes docs/performance.md. Run it with `make bench` (which
+// replaces and writes its report between the markers of docs/performance.md
+// (splice.go: the file's hand-written sections are kept). Run it with `make bench` (which
 // builds the host, the shipped plugins, the chaos plugin and the harness's
 // bench plugin first) or `go run ./internal/dev/bench` after them.
 //
@@ -284,7 +285,7 @@ func run() int {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(h.root, path)
 		}
-		if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+		if err := writeReport(path, md); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
 		}
