@@ -64,16 +64,7 @@ func TestBudgetsSandboxedMeasure(t *testing.T) {
 		t.Skip("a measurement, not a test: set PLEXPORTER_CPU_MEASURE=1")
 	}
 	const n = 100
-	st := newSandboxTree(t)
-	copyFile(t, filepath.Join(binDir, "chaos"), filepath.Join(st.bin, "chaos"), 0o755)
-	for _, p := range []string{"healthy", "errors", "flood"} {
-		if err := os.Symlink(filepath.Join(st.bin, "chaos"), filepath.Join(st.plugins, "plexporter-"+p)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(st.plugins, "plexporter-errors.yaml"), []byte("limits: {memory: 2GiB}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	st := floodsTree(t)
 	// PLEXPORTER_DEMOTION_OFF=1: the offenders keep their CPU weight
 	// (--plugin.cpu-demotion=0), for a figure to compare.
 	demotion := "--plugin.cpu-demotion=1m"

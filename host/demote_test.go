@@ -57,16 +57,7 @@ func readTrimmed(path string) string {
 // (PLEXPORTER_DEMOTION_OFF=1, to show this test fails without the
 // protection) nobody is demoted.
 func TestFloodingPluginsAreDemoted(t *testing.T) {
-	st := newSandboxTree(t)
-	copyFile(t, filepath.Join(binDir, "chaos"), filepath.Join(st.bin, "chaos"), 0o755)
-	for _, p := range []string{"healthy", "errors", "flood"} {
-		if err := os.Symlink(filepath.Join(st.bin, "chaos"), filepath.Join(st.plugins, "plexporter-"+p)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(st.plugins, "plexporter-errors.yaml"), []byte("limits: {memory: 2GiB}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	st := floodsTree(t)
 	const quiet = 3 * time.Second
 	demotion := "--plugin.cpu-demotion=" + quiet.String()
 	if os.Getenv("PLEXPORTER_DEMOTION_OFF") != "" {

@@ -34,16 +34,7 @@ func TestP95RoundsSandboxed(t *testing.T) {
 	if os.Getenv("PLEXPORTER_CPU_MEASURE") == "" {
 		t.Skip("a measurement, not a test: set PLEXPORTER_CPU_MEASURE=1")
 	}
-	st := newSandboxTree(t)
-	copyFile(t, filepath.Join(binDir, "chaos"), filepath.Join(st.bin, "chaos"), 0o755)
-	for _, p := range []string{"healthy", "errors", "flood"} {
-		if err := os.Symlink(filepath.Join(st.bin, "chaos"), filepath.Join(st.plugins, "plexporter-"+p)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(st.plugins, "plexporter-errors.yaml"), []byte("limits: {memory: 2GiB}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	st := floodsTree(t)
 	h := startSandboxHost(t, st, floodsYAML, "--scrape.timeout=5s")
 	groups := map[string]string{}
 	var base string
@@ -90,6 +81,24 @@ func TestP95RoundsUnsandboxed(t *testing.T) {
 		}
 	}
 	p95Rounds(t, h, []variant{{"plugins at nice 0", func() { renice(0) }}, {"plugins at nice 10", func() { renice(launch.PluginNice) }}})
+}
+
+// floodsTree is a sandbox tree with the chaos plugin installed as
+// healthy, errors and flood (floodsYAML configures them); the error
+// flooder may use 2 GiB, what building its errors takes.
+func floodsTree(t *testing.T) *sandboxTree {
+	t.Helper()
+	st := newSandboxTree(t)
+	copyFile(t, filepath.Join(binDir, "chaos"), filepath.Join(st.bin, "chaos"), 0o755)
+	for _, p := range []string{"healthy", "errors", "flood"} {
+		if err := os.Symlink(filepath.Join(st.bin, "chaos"), filepath.Join(st.plugins, "plexporter-"+p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(st.plugins, "plexporter-errors.yaml"), []byte("limits: {memory: 2GiB}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 const floodsYAML = `
@@ -182,16 +191,7 @@ func TestP95RoundsSandboxVsNot(t *testing.T) {
 	if os.Getenv("PLEXPORTER_CPU_MEASURE") == "" {
 		t.Skip("a measurement, not a test: set PLEXPORTER_CPU_MEASURE=1")
 	}
-	st := newSandboxTree(t)
-	copyFile(t, filepath.Join(binDir, "chaos"), filepath.Join(st.bin, "chaos"), 0o755)
-	for _, p := range []string{"healthy", "errors", "flood"} {
-		if err := os.Symlink(filepath.Join(st.bin, "chaos"), filepath.Join(st.plugins, "plexporter-"+p)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(st.plugins, "plexporter-errors.yaml"), []byte("limits: {memory: 2GiB}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	st := floodsTree(t)
 	sb := startSandboxHost(t, st, floodsYAML, "--scrape.timeout=5s")
 	un := startHost(t, []string{"errors", "flood", "healthy"}, floodsYAML, "--scrape.timeout=5s")
 	hosts := []*host{un, sb}
@@ -225,16 +225,7 @@ func TestP95RoundsDemoted(t *testing.T) {
 	if os.Getenv("PLEXPORTER_CPU_MEASURE") == "" {
 		t.Skip("a measurement, not a test: set PLEXPORTER_CPU_MEASURE=1")
 	}
-	st := newSandboxTree(t)
-	copyFile(t, filepath.Join(binDir, "chaos"), filepath.Join(st.bin, "chaos"), 0o755)
-	for _, p := range []string{"healthy", "errors", "flood"} {
-		if err := os.Symlink(filepath.Join(st.bin, "chaos"), filepath.Join(st.plugins, "plexporter-"+p)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(st.plugins, "plexporter-errors.yaml"), []byte("limits: {memory: 2GiB}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	st := floodsTree(t)
 	h := startSandboxHost(t, st, floodsYAML, "--scrape.timeout=5s")
 	groups := map[string]string{}
 	for _, p := range []string{"healthy", "errors", "flood"} {
